@@ -1,0 +1,1 @@
+//! Library half of this crate; the binary in `main.rs` is a thin edge over it.

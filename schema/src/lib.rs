@@ -1,0 +1,29 @@
+//! AgentRank's on-disk contract. Nothing outside this crate defines a serialized type.
+//!
+//! - [`outcome`]: the nine outcome classes and their headline treatment;
+//! - [`ids`]: content-derived ids and hashing helpers;
+//! - [`records`]: the row types of every bundle table, each beside its explicit Arrow fields;
+//! - [`table`]: Parquet encoding and decoding of those rows (ZSTD(3), plain Utf8, versioned metadata);
+//! - [`tape`]: the mcp-tape JSONL v1 lines, zstd framing, a tolerant reader;
+//! - [`manifest`]: `manifest.json`;
+//! - [`bundle`]: staging, sealing, verifying and reading bundles;
+//! - [`task`], [`predicate`]: task catalog and verifier-predicate types.
+
+pub mod bundle;
+pub mod ids;
+pub mod manifest;
+pub mod outcome;
+pub mod predicate;
+pub mod records;
+pub mod table;
+pub mod tape;
+pub mod task;
+
+pub use outcome::OutcomeClass;
+
+/// Version of the methodology this code implements (seed: AgentRank Methodology v1.0).
+pub const METHODOLOGY_VERSION: &str = "1.0";
+
+/// Version of the bundle schema: `MAJOR.MINOR`. A reader accepts its own major and any minor up to its
+/// own; a newer minor or another major is refused.
+pub const SCHEMA_VERSION: &str = "1.0";

@@ -1,0 +1,1 @@
+//! Placeholder: filled by the task-catalog work (issue 3).
