@@ -7,14 +7,20 @@
 //! - [`tape`]: the mcp-tape JSONL v1 lines, zstd framing, a tolerant reader;
 //! - [`manifest`]: `manifest.json`;
 //! - [`bundle`]: staging, sealing, verifying and reading bundles;
-//! - [`task`], [`predicate`]: task catalog and verifier-predicate types.
+//! - [`task`], [`predicate`]: task catalog and verifier-predicate types;
+//! - [`fixture`]: the fixture world's site description and request log;
+//! - [`roster`]: server and agent configurations, lock entries;
+//! - [`analysis`]: the analysis output tables.
 
+pub mod analysis;
 pub mod bundle;
+pub mod fixture;
 pub mod ids;
 pub mod manifest;
 pub mod outcome;
 pub mod predicate;
 pub mod records;
+pub mod roster;
 pub mod table;
 pub mod tape;
 pub mod task;
