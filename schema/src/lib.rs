@@ -5,7 +5,7 @@
 //! - [`records`]: the row types of every bundle table, each beside its explicit Arrow fields;
 //! - [`table`]: Parquet encoding and decoding of those rows (ZSTD(3), plain Utf8, versioned metadata);
 //! - [`tape`]: the mcp-tape JSONL v1 lines, zstd framing, a tolerant reader;
-//! - [`manifest`]: `manifest.json`;
+//! - [`manifest`]: the bundle's `manifest.json`;
 //! - [`bundle`]: staging, sealing, verifying and reading bundles;
 //! - [`task`], [`predicate`]: task catalog and verifier-predicate types;
 //! - [`fixture`]: the fixture world's site description and request log;
@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod predicate;
 pub mod records;
 pub mod roster;
+pub mod sample;
 pub mod table;
 pub mod tape;
 pub mod task;

@@ -1,1 +1,126 @@
-//! Being written.
+//! `manifest.json`: what a bundle is, how it was made, and what it contains.
+//!
+//! The manifest is written at seal time from a [`ManifestDraft`] recorded when the sweep started (so
+//! sealing the same staged input twice gives the same bytes: no clock is read at seal time), plus the
+//! list of tables with their row counts and hashes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Everything in the manifest that is known when a sweep starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestDraft {
+    pub methodology_version: String,
+    pub bundle_id: String,
+    /// RFC 3339 UTC time the sweep started.
+    pub created_at: String,
+    pub runner_version: String,
+    /// Git commit of the runner's source, or `unknown`.
+    pub runner_git_commit: String,
+    /// SHA-256 of the canonical plan.
+    pub plan_hash: String,
+    pub sweep_id: String,
+    pub sweep_seed: u64,
+    pub lock: LockManifest,
+    /// The server configurations as run, by server id.
+    #[serde(default)]
+    pub server_configs: BTreeMap<String, Value>,
+    /// The agent configurations as run, by agent id.
+    #[serde(default)]
+    pub agent_configs: BTreeMap<String, Value>,
+    /// Attempt time limit per agent, in seconds (Methodology §6.4).
+    #[serde(default)]
+    pub timeout_budgets_s: BTreeMap<String, u64>,
+    /// `netns`, `docker` or `none`.
+    pub isolation_backend: String,
+    /// True when the isolation backend is `none`: the site marks such bundles as unisolated.
+    pub unisolated: bool,
+    /// `anonymous`, `free-key` or `owner-key`.
+    pub credential_context: String,
+    /// Facts about the machine and system components (kernel, CPU count, database versions, …).
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    /// Version of the task catalog the tasks come from.
+    pub catalog_version: String,
+    /// Free-form notes the operator attached to the sweep.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Every pinned thing a sweep ran: server packages, agent programs, model ids, images.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LockManifest {
+    #[serde(default)]
+    pub servers: Vec<LockedServer>,
+    #[serde(default)]
+    pub agents: Vec<LockedAgent>,
+    #[serde(default)]
+    pub images: Vec<LockedImage>,
+}
+
+/// One installed server package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockedServer {
+    pub server_id: String,
+    /// `npm`, `pypi`, `binary`.
+    pub registry: String,
+    pub package: String,
+    pub version: String,
+    /// SHA-256 over the installed package content (the install cache's record).
+    pub content_sha256: Option<String>,
+}
+
+/// One agent program and its pinned model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockedAgent {
+    pub agent_id: String,
+    pub program: String,
+    pub program_version: String,
+    pub model_id: Option<String>,
+}
+
+/// One container image, where the docker backend was used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockedImage {
+    pub name: String,
+    pub image_id: String,
+}
+
+/// One table file of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableEntry {
+    pub name: String,
+    /// Bundle-relative path, `<name>.parquet`.
+    pub file: String,
+    pub rows: u64,
+    pub schema_version: String,
+    pub sha256: String,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema_version: String,
+    #[serde(flatten)]
+    pub draft: ManifestDraft,
+    pub tables: Vec<TableEntry>,
+    pub tape_count: u64,
+    /// Bundle-relative path of the task catalog snapshot directory, if one was included.
+    pub catalog_snapshot: Option<String>,
+}
+
+impl Manifest {
+    /// The table entry of `name`.
+    pub fn table(&self, name: &str) -> Option<&TableEntry> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// Pretty JSON with a trailing newline, the exact bytes written to `manifest.json`.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        // A struct of strings, numbers and ordered maps always serializes.
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s.into_bytes()
+    }
+}

@@ -61,7 +61,10 @@ impl OutcomeClass {
     /// Excluded from the headline (re-run classes, INVALID_LEAK, INVALID_BUILTIN).
     pub fn is_excluded(self) -> bool {
         self.is_rerun_class()
-            || matches!(self, OutcomeClass::InvalidLeak | OutcomeClass::InvalidBuiltin)
+            || matches!(
+                self,
+                OutcomeClass::InvalidLeak | OutcomeClass::InvalidBuiltin
+            )
     }
 
     /// The headline view: `Some(true)` for PASS, `Some(false)` for FAIL and the two timeouts, `None`
@@ -93,7 +96,9 @@ impl fmt::Display for OutcomeClass {
 
 /// An outcome name that is not one of the nine classes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown outcome class {0:?}; expected one of HARNESS_ERROR, RATE_LIMITED, AGENT_ERROR, INVALID_BUILTIN, SERVER_TIMEOUT, AGENT_TIMEOUT, INVALID_LEAK, PASS, FAIL")]
+#[error(
+    "unknown outcome class {0:?}; expected one of HARNESS_ERROR, RATE_LIMITED, AGENT_ERROR, INVALID_BUILTIN, SERVER_TIMEOUT, AGENT_TIMEOUT, INVALID_LEAK, PASS, FAIL"
+)]
 pub struct UnknownOutcome(pub String);
 
 impl FromStr for OutcomeClass {

@@ -1,1 +1,403 @@
-//! Being written.
+//! The row types of every bundle table, each next to the function that returns its explicit Arrow
+//! fields. Column names are the serde field names; the Arrow fields are written out by hand (not
+//! inferred) so that a change is a visible, snapshot-tested schema change.
+//!
+//! Conventions: ids are strings; integers are signed 64-bit; timestamps are microseconds since the Unix
+//! epoch in UTC (`Timestamp(Microsecond, "UTC")`); optional values are nullable columns.
+
+use crate::outcome::OutcomeClass;
+use crate::table::{Table, f_bool, f_f64, f_i64, f_str, f_ts};
+use arrow_schema::Field;
+use serde::{Deserialize, Serialize};
+
+/// Microseconds since 1970-01-01T00:00:00Z.
+pub type TimestampMicros = i64;
+
+/// One attempt: (server configuration × agent configuration × task) run once with one seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// Content-derived, see [`crate::ids::AttemptKey`].
+    pub attempt_id: String,
+    pub bundle_id: String,
+    pub sweep_id: String,
+    pub category: String,
+    pub server_id: String,
+    pub server_version: String,
+    pub agent_id: String,
+    /// The model id pinned in the agent configuration (null for agents without a model).
+    pub model_id_pinned: Option<String>,
+    /// The model id the agent reported at startup.
+    pub model_id_reported: Option<String>,
+    pub task_id: String,
+    pub task_version: String,
+    /// `basic`, `multi-step` or `edge`.
+    pub tier: String,
+    /// `core` or `extended`.
+    pub class: String,
+    pub capability: String,
+    /// `dev` or `private`.
+    pub task_set: String,
+    /// The attempt's seed (non-negative).
+    pub seed: i64,
+    pub attempt_index: i64,
+    pub rerun_index: i64,
+    /// The attempt this one re-runs (after an excluded re-run class), if any.
+    pub rerun_of: Option<String>,
+    pub outcome: OutcomeClass,
+    /// Why the classifier chose the class, in words.
+    pub outcome_reason: String,
+    pub excluded: bool,
+    pub exclusion_reason: Option<String>,
+    /// The parsed `ANSWER:` value (or the whole final message when the fallback was used).
+    pub answer_line: Option<String>,
+    pub answer_fallback: bool,
+    pub started_at: TimestampMicros,
+    pub ended_at: TimestampMicros,
+    pub duration_ms: i64,
+    pub timeout_budget_s: i64,
+    pub server_tool_calls: i64,
+    pub tool_call_errors: i64,
+    /// The tool whose call was pending when the time limit hit, if any.
+    pub pending_call_at_timeout: Option<String>,
+    pub tokens_in: Option<i64>,
+    pub tokens_out: Option<i64>,
+    pub cost_usd: Option<f64>,
+    /// True when `cost_usd` is a lower bound; the reasons are in `cost_floor_reasons`.
+    pub cost_is_floor: bool,
+    pub cost_floor_reasons: Option<String>,
+    /// Bundle-relative path of the MCP wire-plane tape.
+    pub tape_mcp_path: String,
+    pub tape_mcp_sha256: String,
+    /// Bundle-relative path of the agent-plane tape.
+    pub tape_agent_path: String,
+    pub tape_agent_sha256: String,
+    /// `netns`, `docker` or `none`.
+    pub isolation_backend: String,
+    /// `anonymous`, `free-key` or `owner-key`.
+    pub credential_context: String,
+}
+
+impl Table for AttemptRecord {
+    const NAME: &'static str = "attempts";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_str("bundle_id", false),
+            f_str("sweep_id", false),
+            f_str("category", false),
+            f_str("server_id", false),
+            f_str("server_version", false),
+            f_str("agent_id", false),
+            f_str("model_id_pinned", true),
+            f_str("model_id_reported", true),
+            f_str("task_id", false),
+            f_str("task_version", false),
+            f_str("tier", false),
+            f_str("class", false),
+            f_str("capability", false),
+            f_str("task_set", false),
+            f_i64("seed", false),
+            f_i64("attempt_index", false),
+            f_i64("rerun_index", false),
+            f_str("rerun_of", true),
+            f_str("outcome", false),
+            f_str("outcome_reason", false),
+            f_bool("excluded", false),
+            f_str("exclusion_reason", true),
+            f_str("answer_line", true),
+            f_bool("answer_fallback", false),
+            f_ts("started_at", false),
+            f_ts("ended_at", false),
+            f_i64("duration_ms", false),
+            f_i64("timeout_budget_s", false),
+            f_i64("server_tool_calls", false),
+            f_i64("tool_call_errors", false),
+            f_str("pending_call_at_timeout", true),
+            f_i64("tokens_in", true),
+            f_i64("tokens_out", true),
+            f_f64("cost_usd", true),
+            f_bool("cost_is_floor", false),
+            f_str("cost_floor_reasons", true),
+            f_str("tape_mcp_path", false),
+            f_str("tape_mcp_sha256", false),
+            f_str("tape_agent_path", false),
+            f_str("tape_agent_sha256", false),
+            f_str("isolation_backend", false),
+            f_str("credential_context", false),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        self.attempt_id.clone()
+    }
+}
+
+/// One server tool call seen on the wire plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub attempt_id: String,
+    /// 0-based order of the call within the attempt.
+    pub seq: i64,
+    pub tool_name: String,
+    /// Whether the server listed this tool name in `tools/list` (false = hallucinated tool).
+    pub tool_listed: bool,
+    pub request_at: TimestampMicros,
+    /// Null when no response arrived (pending at timeout, or the server died).
+    pub response_at: Option<TimestampMicros>,
+    pub latency_ms: Option<f64>,
+    /// `ok`, `tool_error` (`isError: true`), `protocol_error` (a JSON-RPC error) or `no_response`.
+    pub status: String,
+    /// The JSON-RPC error code, for protocol errors.
+    pub protocol_error_code: Option<i64>,
+    pub protocol_error_message: Option<String>,
+    /// The result's `isError` flag (null without a result).
+    pub is_error: Option<bool>,
+    /// Size of the response line in bytes (null without a response).
+    pub result_bytes: Option<i64>,
+}
+
+impl Table for ToolCallRecord {
+    const NAME: &'static str = "tool_calls";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_i64("seq", false),
+            f_str("tool_name", false),
+            f_bool("tool_listed", false),
+            f_ts("request_at", false),
+            f_ts("response_at", true),
+            f_f64("latency_ms", true),
+            f_str("status", false),
+            f_i64("protocol_error_code", true),
+            f_str("protocol_error_message", true),
+            f_bool("is_error", true),
+            f_i64("result_bytes", true),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        format!("{}\u{1f}{:020}", self.attempt_id, self.seq)
+    }
+}
+
+/// One node of an attempt's verifier predicate tree and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifierResultRecord {
+    pub attempt_id: String,
+    /// Dotted path of the node in the predicate tree: `0` is the root, `0.1` its second child.
+    pub predicate_path: String,
+    /// The primitive (`answer.exact`, `db.rowExists`, …) or combinator (`all`, `any`, `not`).
+    pub primitive: String,
+    pub passed: bool,
+    /// What was observed; null (and `redacted` true) for private-set tasks.
+    pub observed: Option<String>,
+    /// What was expected; null (and `redacted` true) for private-set tasks.
+    pub expected: Option<String>,
+    pub redacted: bool,
+    pub detail: String,
+}
+
+impl Table for VerifierResultRecord {
+    const NAME: &'static str = "verifier_results";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_str("predicate_path", false),
+            f_str("primitive", false),
+            f_bool("passed", false),
+            f_str("observed", true),
+            f_str("expected", true),
+            f_bool("redacted", false),
+            f_str("detail", false),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        // Paths sort numerically per segment: zero-pad each segment.
+        let padded: Vec<String> = self
+            .predicate_path
+            .split('.')
+            .map(|s| format!("{s:0>6}"))
+            .collect();
+        format!("{}\u{1f}{}", self.attempt_id, padded.join("."))
+    }
+}
+
+/// One control run: the no-server control, a null baseline, the reference (answer-key) agent, or a
+/// smoke task. The attempt itself (with its tapes) is in `attempts` under `attempt_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    pub attempt_id: String,
+    /// `no-server`, `null-no-tools`, `null-stubbed-empty`, `null-random-args`, `reference`, `smoke`.
+    pub control_kind: String,
+    pub category: String,
+    pub agent_id: String,
+    /// Null for the no-server control.
+    pub server_id: Option<String>,
+    pub task_id: String,
+    pub outcome: OutcomeClass,
+    /// The control's own verdict (for the no-server control: answer and state verifiers only).
+    pub passed: bool,
+    /// What the control's result implies, e.g. `quarantine db-count`.
+    pub consequence: Option<String>,
+    pub detail: String,
+}
+
+impl Table for ControlRecord {
+    const NAME: &'static str = "controls";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_str("control_kind", false),
+            f_str("category", false),
+            f_str("agent_id", false),
+            f_str("server_id", true),
+            f_str("task_id", false),
+            f_str("outcome", false),
+            f_bool("passed", false),
+            f_str("consequence", true),
+            f_str("detail", false),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        format!("{}\u{1f}{}", self.control_kind, self.attempt_id)
+    }
+}
+
+/// One safety or protocol probe result for a server (and, for safety probes, an agent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    pub probe_id: String,
+    /// `safety` or `protocol`.
+    pub probe_kind: String,
+    pub category: String,
+    pub server_id: String,
+    /// Null for protocol probes (they involve no agent).
+    pub agent_id: Option<String>,
+    /// The attempt that ran the probe, when it ran as an attempt (safety probes).
+    pub attempt_id: Option<String>,
+    /// `respects`, `doesnt`, `not_applicable` or `could_not_check`.
+    pub result: String,
+    pub observed: Option<String>,
+    pub detail: String,
+}
+
+impl Table for ProbeRecord {
+    const NAME: &'static str = "probes";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("probe_id", false),
+            f_str("probe_kind", false),
+            f_str("category", false),
+            f_str("server_id", false),
+            f_str("agent_id", true),
+            f_str("attempt_id", true),
+            f_str("result", false),
+            f_str("observed", true),
+            f_str("detail", false),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        format!(
+            "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+            self.server_id,
+            self.probe_id,
+            self.agent_id.as_deref().unwrap_or(""),
+            self.attempt_id.as_deref().unwrap_or("")
+        )
+    }
+}
+
+/// One health check of an attempt's fixture world (fixture host, database).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixtureHealthRecord {
+    pub attempt_id: String,
+    /// `fixture-host`, `database`, …
+    pub component: String,
+    pub checked_at: TimestampMicros,
+    pub healthy: bool,
+    pub latency_ms: Option<f64>,
+    pub detail: String,
+}
+
+impl Table for FixtureHealthRecord {
+    const NAME: &'static str = "fixture_health";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_str("component", false),
+            f_ts("checked_at", false),
+            f_bool("healthy", false),
+            f_f64("latency_ms", true),
+            f_str("detail", false),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        format!(
+            "{}\u{1f}{}\u{1f}{:020}",
+            self.attempt_id, self.component, self.checked_at
+        )
+    }
+}
+
+/// One rendered task instance and its attestation hash (SHA-256 of its canonical JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskInstanceRecord {
+    pub attempt_id: String,
+    pub task_id: String,
+    pub task_version: String,
+    pub category: String,
+    pub seed: i64,
+    /// `dev` or `private`.
+    pub task_set: String,
+    pub canonical_sha256: String,
+}
+
+impl Table for TaskInstanceRecord {
+    const NAME: &'static str = "task_instances";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_str("task_id", false),
+            f_str("task_version", false),
+            f_str("category", false),
+            f_i64("seed", false),
+            f_str("task_set", false),
+            f_str("canonical_sha256", false),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        self.attempt_id.clone()
+    }
+}
+
+/// One unit of staged records, written as one file atomically: normally everything one attempt
+/// contributes (so a crash loses at most the attempt in flight), or records that belong to no single
+/// attempt, such as a server's protocol probes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StagedUnit {
+    /// The attempt id for an attempt's unit; any other id-safe name (`probes-dbhub`) otherwise.
+    pub unit_id: String,
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallRecord>,
+    #[serde(default)]
+    pub verifier_results: Vec<VerifierResultRecord>,
+    #[serde(default)]
+    pub controls: Vec<ControlRecord>,
+    #[serde(default)]
+    pub probes: Vec<ProbeRecord>,
+    #[serde(default)]
+    pub fixture_health: Vec<FixtureHealthRecord>,
+    #[serde(default)]
+    pub task_instances: Vec<TaskInstanceRecord>,
+}
+
+/// The names of every table, in the order they appear in the manifest.
+pub const TABLE_NAMES: [&str; 7] = [
+    AttemptRecord::NAME,
+    ToolCallRecord::NAME,
+    VerifierResultRecord::NAME,
+    ControlRecord::NAME,
+    ProbeRecord::NAME,
+    FixtureHealthRecord::NAME,
+    TaskInstanceRecord::NAME,
+];

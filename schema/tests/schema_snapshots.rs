@@ -1,0 +1,58 @@
+//! Snapshots of every table's Arrow schema and of the manifest: a change to the on-disk contract shows
+//! up here and must come with a schema version decision.
+
+use agentrank_schema::manifest::Manifest;
+use agentrank_schema::records::{
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
+    ToolCallRecord, VerifierResultRecord,
+};
+use agentrank_schema::table::Table;
+
+fn describe<T: Table>() -> String {
+    let mut s = format!(
+        "table {} (schema {})\n",
+        T::NAME,
+        agentrank_schema::SCHEMA_VERSION
+    );
+    for f in T::fields() {
+        s.push_str(&format!(
+            "  {:<26} {:<32} {}\n",
+            f.name(),
+            f.data_type().to_string(),
+            if f.is_nullable() {
+                "nullable"
+            } else {
+                "required"
+            }
+        ));
+    }
+    s
+}
+
+#[test]
+fn arrow_schemas() {
+    insta::assert_snapshot!("attempts", describe::<AttemptRecord>());
+    insta::assert_snapshot!("tool_calls", describe::<ToolCallRecord>());
+    insta::assert_snapshot!("verifier_results", describe::<VerifierResultRecord>());
+    insta::assert_snapshot!("controls", describe::<ControlRecord>());
+    insta::assert_snapshot!("probes", describe::<ProbeRecord>());
+    insta::assert_snapshot!("fixture_health", describe::<FixtureHealthRecord>());
+    insta::assert_snapshot!("task_instances", describe::<TaskInstanceRecord>());
+}
+
+#[test]
+fn manifest_of_the_sample_bundle() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let staging = agentrank_schema::bundle::Staging::create(
+        tmp.path(),
+        &agentrank_schema::sample::sample_draft("snapshot"),
+    )
+    .expect("staging");
+    agentrank_schema::sample::stage_sample(&staging, "snapshot", 3).expect("stage");
+    let dir = staging.seal(None).expect("seal");
+    let text = std::fs::read_to_string(dir.join("manifest.json")).expect("manifest");
+    let _: Manifest = serde_json::from_str(&text).expect("parses");
+    insta::assert_snapshot!("manifest", text);
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).expect("sums");
+    insta::assert_snapshot!("sha256sums", sums);
+}
