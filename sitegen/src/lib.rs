@@ -1,1 +1,24 @@
-//! Library half of this crate; the binary in `main.rs` is a thin edge over it.
+//! AgentRank's static site generator.
+//!
+//! The flow is bundle + analysis → page models (pure) → templates and charts → publication gate
+//! (redaction scan, link check) → files. Nothing is written unless every check passes.
+//!
+//! - [`markdown`]: the one Markdown renderer for `content/`;
+//! - [`paths`]: permalinks from ids and relative links;
+//! - [`text`]: untrusted text made visible-safe and clipped for display;
+//! - [`chart`]: interval charts as inline SVG;
+//! - [`redact`]: the redaction scanner of the publication gate;
+//! - [`linkcheck`]: the internal link checker.
+
+pub mod chart;
+pub mod input;
+pub mod linkcheck;
+pub mod markdown;
+pub mod pages;
+pub mod paths;
+pub mod redact;
+pub mod render;
+pub mod site;
+pub mod tapes;
+pub mod text;
+pub mod view;

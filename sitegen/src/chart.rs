@@ -1,0 +1,199 @@
+//! Interval charts drawn with plotters as inline SVG: one row per item, the interval as a bar on a
+//! shared 0–100 % axis with the point estimate marked, refused rows labelled instead of drawn. The
+//! SVG carries a `<title>` and `<desc>` and is labelled for assistive technology; the page always shows
+//! the same numbers in a table beside it. Pure: text in, text out.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// One row of an interval chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntervalRow {
+    pub label: String,
+    /// `(estimate, low, high)` in `[0, 1]`, or `None` for a refused row.
+    pub interval: Option<(f64, f64, f64)>,
+    /// Shown instead of an interval when `interval` is `None`.
+    pub note: String,
+}
+
+/// Chart could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw chart {title:?}: {message}")]
+pub struct ChartError {
+    pub title: String,
+    pub message: String,
+}
+
+const WIDTH: u32 = 720;
+const ROW_H: u32 = 26;
+const LEFT: i32 = 230;
+const RIGHT_PAD: i32 = 24;
+const TOP: i32 = 12;
+const AXIS_H: i32 = 34;
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn truncate_label(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= 30 {
+        s.to_string()
+    } else {
+        let mut t: String = chars[..29].iter().collect();
+        t.push('…');
+        t
+    }
+}
+
+fn draw(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    rows: &[IntervalRow],
+    height: u32,
+) -> Result<(), String> {
+    let e = |x: DrawingAreaErrorKind<_>| x.to_string();
+    let ink = RGBColor(0x33, 0x33, 0x33);
+    let grid = RGBColor(0xbb, 0xbb, 0xbb);
+    let bar = RGBColor(0x1f, 0x5f, 0xa8);
+    let refused = RGBColor(0x9a, 0x3b, 0x00);
+    let plot_w = WIDTH as i32 - LEFT - RIGHT_PAD;
+    let x_of = |v: f64| LEFT + (v.clamp(0.0, 1.0) * f64::from(plot_w)).round() as i32;
+    let bottom = height as i32 - AXIS_H;
+    let label_style = TextStyle::from(("sans-serif", 14).into_font())
+        .color(&ink)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    let tick_style = TextStyle::from(("sans-serif", 12).into_font())
+        .color(&ink)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for k in 0..=10 {
+        let v = f64::from(k) / 10.0;
+        let x = x_of(v);
+        area.draw(&PathElement::new(
+            vec![(x, TOP), (x, bottom)],
+            grid.stroke_width(1),
+        ))
+        .map_err(e)?;
+        if k % 2 == 0 {
+            area.draw(&Text::new(
+                format!("{}%", k * 10),
+                (x, bottom + 6),
+                tick_style.clone(),
+            ))
+            .map_err(e)?;
+        }
+    }
+    area.draw(&PathElement::new(
+        vec![(LEFT, bottom), (LEFT + plot_w, bottom)],
+        ink.stroke_width(1),
+    ))
+    .map_err(e)?;
+    for (i, row) in rows.iter().enumerate() {
+        let y = TOP + (i as i32) * ROW_H as i32 + ROW_H as i32 / 2;
+        area.draw(&Text::new(
+            truncate_label(&row.label),
+            (LEFT - 8, y),
+            label_style.clone(),
+        ))
+        .map_err(e)?;
+        match row.interval {
+            Some((est, lo, hi)) => {
+                area.draw(&Rectangle::new(
+                    [(x_of(lo), y - 4), (x_of(hi).max(x_of(lo) + 1), y + 4)],
+                    bar.filled(),
+                ))
+                .map_err(e)?;
+                area.draw(&Circle::new((x_of(est), y), 6, ink.filled()))
+                    .map_err(e)?;
+            }
+            None => {
+                let style = TextStyle::from(("sans-serif", 13).into_font())
+                    .color(&refused)
+                    .pos(Pos::new(HPos::Left, VPos::Center));
+                area.draw(&Text::new(truncate_label(&row.note), (LEFT + 6, y), style))
+                    .map_err(e)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Draw an interval chart as an inline SVG element with `<title>` and `<desc>`. `id` must be unique on
+/// the page (it names the title and description elements).
+pub fn interval_svg(
+    id: &str,
+    title: &str,
+    description: &str,
+    rows: &[IntervalRow],
+) -> Result<String, ChartError> {
+    let height = (TOP + (rows.len().max(1) as i32) * ROW_H as i32 + AXIS_H) as u32;
+    let mut buf = String::new();
+    {
+        let backend = SVGBackend::with_string(&mut buf, (WIDTH, height));
+        let area = backend.into_drawing_area();
+        draw(&area, rows, height).map_err(|message| ChartError {
+            title: title.to_string(),
+            message,
+        })?;
+        area.present().map_err(|x| ChartError {
+            title: title.to_string(),
+            message: x.to_string(),
+        })?;
+    }
+    // Make the SVG responsive and accessible: a viewBox instead of fixed size, role, title and desc.
+    let Some(open_end) = buf.find('>') else {
+        return Err(ChartError {
+            title: title.to_string(),
+            message: "backend produced no SVG element".to_string(),
+        });
+    };
+    let body = &buf[open_end + 1..];
+    let id = xml_escape(id);
+    Ok(format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\"><title id=\"{id}-title\">{}</title><desc id=\"{id}-desc\">{}</desc>{}",
+        xml_escape(title),
+        xml_escape(description),
+        body.trim_start()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chart_has_title_desc_and_is_deterministic() {
+        let rows = vec![
+            IntervalRow {
+                label: "alpha <x>".into(),
+                interval: Some((0.5, 0.3, 0.7)),
+                note: String::new(),
+            },
+            IntervalRow {
+                label: "beta".into(),
+                interval: None,
+                note: "REFUSED: KILL".into(),
+            },
+        ];
+        let a = interval_svg("c1", "Completion", "two rows", &rows).expect("draws");
+        let b = interval_svg("c1", "Completion", "two rows", &rows).expect("draws");
+        assert_eq!(a, b);
+        assert!(a.starts_with("<svg xmlns"));
+        assert!(a.contains("<title id=\"c1-title\">Completion</title>"));
+        assert!(a.contains("<desc id=\"c1-desc\">two rows</desc>"));
+        assert!(a.contains("alpha &lt;x&gt;"));
+        assert!(a.contains("REFUSED: KILL"));
+        assert!(a.trim_end().ends_with("</svg>"));
+    }
+}

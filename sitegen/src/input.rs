@@ -1,0 +1,236 @@
+//! What the site is built from, in memory: one or more bundles (the first is the one shown; the rest
+//! give history) and the analysis of the shown bundle. Bundle rows are the schema crate's record
+//! types; the descriptive parts (manifest facts, server and agent configurations, the task catalog) and
+//! the analysis results are gathered into the plain structs below by the loading edge. Nothing here is
+//! serialized: the on-disk formats belong to the schema crate.
+
+use agentrank_schema::records::{
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
+    ToolCallRecord, VerifierResultRecord,
+};
+use std::collections::BTreeMap;
+
+/// Everything the site is rendered from.
+#[derive(Clone, Debug, Default)]
+pub struct SiteInput {
+    /// The bundle shown (its analysis is `analysis`).
+    pub bundle: BundleInput,
+    /// Earlier bundles, for history on server pages and downloads (oldest first).
+    pub history: Vec<HistoryBundle>,
+    pub analysis: AnalysisInput,
+    /// The published words, by page id (`methodology`, `tasks`, `roster`, `changelog`, `commercial`).
+    pub content: BTreeMap<String, String>,
+    /// `Some(url)` adds canonical links and a sitemap.
+    pub base_url: Option<String>,
+}
+
+/// Facts from a bundle's manifest.
+#[derive(Clone, Debug, Default)]
+pub struct BundleMeta {
+    pub bundle_id: String,
+    pub sweep_id: String,
+    pub methodology_version: String,
+    pub catalog_version: String,
+    pub schema_version: String,
+    /// When the bundle was sealed (RFC 3339, from the manifest; never the build's clock).
+    pub sealed_at: String,
+    pub isolation_backend: String,
+    pub credential_context: String,
+    pub plan_hash: String,
+    /// The lock manifest: package → exact version or image id.
+    pub lock: BTreeMap<String, String>,
+    /// Timeout budget per agent, seconds.
+    pub timeout_budgets: BTreeMap<String, i64>,
+}
+
+/// A server configuration as run.
+#[derive(Clone, Debug, Default)]
+pub struct ServerInput {
+    pub id: String,
+    pub category: String,
+    pub display_name: String,
+    pub package: String,
+    pub version: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub engine: Option<String>,
+    pub default_mode: String,
+    pub write_mode: Option<String>,
+    /// A reference row: scored, but outside the eight and outside the bands.
+    pub reference_row: bool,
+    /// Configuration fixes (problem, fix).
+    pub config_fixes: Vec<(String, String)>,
+    /// Capability → tools that provide it (empty = not advertised).
+    pub capability_map: BTreeMap<String, Vec<String>>,
+    pub homepage: Option<String>,
+}
+
+/// An agent configuration.
+#[derive(Clone, Debug, Default)]
+pub struct AgentInput {
+    pub id: String,
+    pub program: String,
+    pub model_id: Option<String>,
+    pub settings: String,
+    pub tool_output_limit: String,
+    pub low_sample: bool,
+}
+
+/// A task of the catalog snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct TaskInput {
+    pub id: String,
+    pub version: String,
+    pub category: String,
+    pub capability: String,
+    pub class: String,
+    pub tier: String,
+    /// `dev` or `private`.
+    pub set: String,
+    pub rationale: String,
+    pub environment: String,
+    pub prompt: String,
+    pub answer_kind: String,
+    /// The predicate, rendered as text.
+    pub predicate: String,
+    /// Why the task is quarantined, if it is.
+    pub quarantined: Option<String>,
+}
+
+/// One file of the bundle, published under `data/<bundle>/`.
+#[derive(Clone, Debug, Default)]
+pub struct BundleFile {
+    /// Bundle-relative path with `/` separators.
+    pub path: String,
+    pub sha256: String,
+    pub bytes: Vec<u8>,
+}
+
+/// A bundle with all of its rows.
+#[derive(Clone, Debug, Default)]
+pub struct BundleInput {
+    pub meta: BundleMeta,
+    pub servers: Vec<ServerInput>,
+    pub agents: Vec<AgentInput>,
+    pub tasks: Vec<TaskInput>,
+    /// Category → capability list (core first, then extended).
+    pub capabilities: BTreeMap<String, Vec<(String, String)>>,
+    pub attempts: Vec<AttemptRecord>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub verifier_results: Vec<VerifierResultRecord>,
+    pub controls: Vec<ControlRecord>,
+    pub probes: Vec<ProbeRecord>,
+    pub fixture_health: Vec<FixtureHealthRecord>,
+    pub task_instances: Vec<TaskInstanceRecord>,
+    pub files: Vec<BundleFile>,
+}
+
+/// An earlier bundle, reduced to what history needs.
+#[derive(Clone, Debug, Default)]
+pub struct HistoryBundle {
+    pub bundle_id: String,
+    pub sealed_at: String,
+    pub methodology_version: String,
+    /// (category, agent, server) → Completion (or `None` when refused).
+    pub completion: BTreeMap<(String, String, String), Option<f64>>,
+}
+
+/// A point estimate with its interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Interval {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A refusal: the gate that stopped a cell and the numbers it saw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Refusal {
+    /// `structural`, `leak`, `null-baseline`, `construct`, `smoke`, …
+    pub gate: String,
+    /// The refusal outcome: `KILL`, `INDETERMINATE`, `INSUFFICIENT_SURFACE`, `GATE_FAILED`,
+    /// `COMPROMISED`, `EXTEND_EXHAUSTED`, `DEGENERATE`, `INCOMPLETE`, `VOID`.
+    pub outcome: String,
+    /// The counts the gate saw, in order (`k`, `n`, null Completions, …).
+    pub counts: Vec<(String, String)>,
+    pub threshold: Option<f64>,
+    pub alpha: Option<f64>,
+    pub p_value: Option<f64>,
+    pub reason: String,
+    pub explanation: String,
+    /// Attempts behind the gate's numbers.
+    pub attempt_ids: Vec<String>,
+}
+
+/// Cost of a cell: measured, or a labelled floor.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cost {
+    pub usd: f64,
+    pub is_floor: bool,
+    pub floor_reasons: Vec<String>,
+}
+
+/// The analysis of one (category, agent, server) cell.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CellAnalysis {
+    pub category: String,
+    pub agent: String,
+    pub server: String,
+    /// `Some` when scored; `None` when refused (then `refusal` is set).
+    pub completion: Option<Interval>,
+    pub refusal: Option<Refusal>,
+    pub rank_interval: Option<(u32, u32)>,
+    /// 1-based band; `None` for refused cells and reference rows.
+    pub band: Option<u32>,
+    pub coverage: Option<f64>,
+    pub reliability: Option<f64>,
+    pub extended_completion: Option<f64>,
+    pub first_try: Option<Interval>,
+    pub tool_definition_tokens: Option<i64>,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p95_ms: Option<f64>,
+    pub efficiency: Option<f64>,
+    pub hallucinated_tool_rate: Option<f64>,
+    pub recovery_rate: Option<f64>,
+    pub reachability: Option<f64>,
+    pub cost: Option<Cost>,
+    pub excluded_share: f64,
+    /// More than 5 % excluded after re-runs.
+    pub flagged: bool,
+    /// INVALID_BUILTIN counted as FAIL.
+    pub sensitivity_completion: Option<f64>,
+}
+
+/// One agent pair's agreement in a category.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgreementPair {
+    pub category: String,
+    pub agent_a: String,
+    pub agent_b: String,
+    pub servers_spearman: Option<Interval>,
+    pub cells_spearman: Option<Interval>,
+}
+
+/// An anomaly flagged for review.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Anomaly {
+    /// `server-shift` or `task-jump`.
+    pub kind: String,
+    pub category: String,
+    pub subject: String,
+    pub detail: String,
+    pub attempt_ids: Vec<String>,
+}
+
+/// The analysis of the shown bundle.
+#[derive(Clone, Debug, Default)]
+pub struct AnalysisInput {
+    pub seed: u64,
+    pub resamples: u64,
+    pub cells: Vec<CellAnalysis>,
+    pub agreement: Vec<AgreementPair>,
+    pub anomalies: Vec<Anomaly>,
+    /// Category-level refusals (the whole category refused, e.g. INSUFFICIENT_SURFACE), by category.
+    pub category_refusals: BTreeMap<String, Refusal>,
+}

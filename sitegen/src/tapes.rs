@@ -1,0 +1,297 @@
+//! Tapes on the site: decoding a published tape (zstd-compressed mcp-tape JSONL: a `meta` line,
+//! `{t, dir, raw}` lines, an `end` line), merging an attempt's two tapes (MCP wire plane and agent
+//! plane) into one timeline with request→response latencies, and redacting private-set prompts from
+//! the agent plane before a tape is published. Pure: bytes in, values out.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Read;
+
+/// Which plane a tape records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Plane {
+    Wire,
+    Agent,
+}
+
+impl Plane {
+    pub fn name(self) -> &'static str {
+        match self {
+            Plane::Wire => "wire",
+            Plane::Agent => "agent",
+        }
+    }
+}
+
+/// One event line of a tape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TapeEvent {
+    pub plane: Plane,
+    /// Microseconds since the epoch.
+    pub t_us: i64,
+    pub dir: String,
+    pub raw: String,
+    /// 1-based line in the tape.
+    pub line: usize,
+}
+
+/// A decoded tape.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tape {
+    pub meta: Option<String>,
+    pub end: Option<String>,
+    pub events: Vec<TapeEvent>,
+    /// Lines that could not be read, with their line numbers.
+    pub unreadable: Vec<usize>,
+}
+
+/// A tape could not be decoded at all.
+#[derive(Debug, thiserror::Error)]
+pub enum TapeError {
+    #[error("not a zstd stream: {0}")]
+    Zstd(std::io::Error),
+    #[error("tape is not UTF-8 at byte {0}")]
+    Utf8(usize),
+}
+
+/// Decompress a zstd tape into its JSONL text.
+pub fn decompress(bytes: &[u8]) -> Result<String, TapeError> {
+    let mut out = Vec::with_capacity(bytes.len() * 4);
+    zstd::stream::read::Decoder::new(bytes)
+        .map_err(TapeError::Zstd)?
+        .read_to_end(&mut out)
+        .map_err(TapeError::Zstd)?;
+    String::from_utf8(out).map_err(|e| TapeError::Utf8(e.utf8_error().valid_up_to()))
+}
+
+/// Compress JSONL text as a tape (zstd level 3; deterministic).
+pub fn compress(text: &str) -> Result<Vec<u8>, TapeError> {
+    zstd::stream::encode_all(text.as_bytes(), 3).map_err(TapeError::Zstd)
+}
+
+/// The user prompts an agent-plane tape carries: the string `content` (or `text`, `prompt`) of every
+/// event whose raw JSON has `role: "user"` or `type: "prompt"`.
+pub fn user_prompts(tape: &Tape) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in &tape.events {
+        let Ok(v) = serde_json::from_str::<Value>(&e.raw) else {
+            continue;
+        };
+        let is_user = v.get("role").and_then(Value::as_str) == Some("user")
+            || v.get("type").and_then(Value::as_str) == Some("prompt");
+        if !is_user {
+            continue;
+        }
+        for k in ["content", "text", "prompt"] {
+            if let Some(s) = v.get(k).and_then(Value::as_str) {
+                out.push(s.to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn time_of(v: &Value) -> Option<i64> {
+    match v.get("t")? {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| (f * 1_000_000.0) as i64)),
+        _ => None,
+    }
+}
+
+/// Parse tape JSONL text. A line with `t` and `dir` is an event (its `raw` kept as text, or re-encoded
+/// when it is a JSON value); a `meta`/`end` line is kept aside; anything else is counted unreadable.
+pub fn parse(plane: Plane, text: &str) -> Tape {
+    let mut tape = Tape::default();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            tape.unreadable.push(i + 1);
+            continue;
+        };
+        let kind = v
+            .get("type")
+            .or_else(|| v.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if kind == "meta" || v.get("meta").is_some() {
+            tape.meta = Some(line.to_string());
+            continue;
+        }
+        if kind == "end" || v.get("end").is_some() {
+            tape.end = Some(line.to_string());
+            continue;
+        }
+        match (time_of(&v), v.get("dir").and_then(Value::as_str)) {
+            (Some(t), Some(dir)) => {
+                let raw = match v.get("raw") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                tape.events.push(TapeEvent {
+                    plane,
+                    t_us: t,
+                    dir: dir.to_string(),
+                    raw,
+                    line: i + 1,
+                });
+            }
+            _ => tape.unreadable.push(i + 1),
+        }
+    }
+    tape
+}
+
+/// One row of the merged timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedEvent<'a> {
+    pub event: &'a TapeEvent,
+    /// Milliseconds since the first event of either tape.
+    pub offset_ms: f64,
+    /// A short summary: JSON-RPC method and id, or the agent event's type.
+    pub summary: String,
+    /// For a wire response: milliseconds since its request.
+    pub latency_ms: Option<f64>,
+}
+
+fn summarize(raw: &str) -> (String, Option<String>, bool) {
+    let Ok(v) = serde_json::from_str::<Value>(raw) else {
+        return ("(not JSON)".to_string(), None, false);
+    };
+    let id = v.get("id").map(|i| i.to_string());
+    if let Some(m) = v.get("method").and_then(Value::as_str) {
+        let tool = v
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .map(|n| format!(" {n}"))
+            .unwrap_or_default();
+        let label = match &id {
+            Some(i) => format!("{m}{tool} #{i}"),
+            None => format!("{m}{tool}"),
+        };
+        return (label, None, false);
+    }
+    if v.get("result").is_some() || v.get("error").is_some() {
+        let what = if v.get("error").is_some() {
+            "error"
+        } else if v.pointer("/result/isError").and_then(Value::as_bool) == Some(true) {
+            "result (isError)"
+        } else {
+            "result"
+        };
+        let label = match &id {
+            Some(i) => format!("{what} #{i}"),
+            None => what.to_string(),
+        };
+        return (label, id, true);
+    }
+    let kind = ["type", "kind", "event", "role"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .unwrap_or("event");
+    (kind.to_string(), None, false)
+}
+
+/// Merge the wire and agent tapes into one timeline ordered by time (wire before agent on ties, then
+/// by line), with request→response latencies on the wire plane.
+pub fn merge<'a>(wire: &'a Tape, agent: &'a Tape) -> Vec<MergedEvent<'a>> {
+    let mut all: Vec<&TapeEvent> = wire.events.iter().chain(agent.events.iter()).collect();
+    all.sort_by_key(|e| (e.t_us, e.plane, e.line));
+    let start = all.first().map(|e| e.t_us).unwrap_or(0);
+    let mut pending: BTreeMap<String, i64> = BTreeMap::new();
+    let mut out = Vec::with_capacity(all.len());
+    for e in all {
+        let (summary, response_id, is_response) = summarize(&e.raw);
+        let mut latency_ms = None;
+        if e.plane == Plane::Wire {
+            if is_response {
+                if let Some(id) = response_id.and_then(|id| pending.remove(&id)) {
+                    latency_ms = Some((e.t_us - id) as f64 / 1000.0);
+                }
+            } else if let Ok(v) = serde_json::from_str::<Value>(&e.raw)
+                && v.get("method").is_some()
+                && let Some(id) = v.get("id")
+            {
+                pending.insert(id.to_string(), e.t_us);
+            }
+        }
+        out.push(MergedEvent {
+            event: e,
+            offset_ms: (e.t_us - start) as f64 / 1000.0,
+            summary,
+            latency_ms,
+        });
+    }
+    out
+}
+
+/// The text that replaces a private-set prompt in a published tape.
+pub const PRIVATE_PROMPT_MARKER: &str =
+    "[private-set prompt redacted until the set retires; its SHA-256 attestation is published]";
+
+/// Redact private-set prompts from agent-plane tape text: every occurrence of each given prompt text
+/// (as it appears raw or JSON-escaped) is replaced by [`PRIVATE_PROMPT_MARKER`]. Returns the new text
+/// and how many occurrences were replaced.
+pub fn redact_prompts(text: &str, prompts: &[&str]) -> (String, usize) {
+    let mut out = text.to_string();
+    let mut n = 0;
+    for p in prompts.iter().filter(|p| p.len() >= 8) {
+        let escaped = serde_json::to_string(p).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        let marker = serde_json::to_string(PRIVATE_PROMPT_MARKER).unwrap_or_default();
+        let marker = marker.trim_matches('"');
+        for needle in [escaped, p] {
+            let c = out.matches(needle).count();
+            if c > 0 {
+                n += c;
+                out = out.replace(needle, marker);
+            }
+        }
+    }
+    (out, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WIRE: &str = r#"{"type":"meta","version":1}
+{"t":1000,"dir":"c2s","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"fetch\"}}"}
+{"t":251000,"dir":"s2c","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}"}
+{"type":"end"}
+"#;
+    const AGENT: &str = r#"{"t":500,"dir":"out","raw":{"type":"tool_call","name":"fetch"}}
+not json
+"#;
+
+    #[test]
+    fn merges_in_time_order_with_latency() {
+        let w = parse(Plane::Wire, WIRE);
+        let a = parse(Plane::Agent, AGENT);
+        assert!(w.meta.is_some() && w.end.is_some());
+        assert_eq!(a.unreadable, vec![2]);
+        let m = merge(&w, &a);
+        let planes: Vec<Plane> = m.iter().map(|e| e.event.plane).collect();
+        assert_eq!(planes, [Plane::Agent, Plane::Wire, Plane::Wire]);
+        assert_eq!(m[1].summary, "tools/call fetch #1");
+        assert_eq!(m[2].latency_ms, Some(250.0));
+        assert_eq!(m[2].offset_ms, 250.5);
+    }
+
+    #[test]
+    fn compress_round_trips_and_prompts_redact() {
+        let z = compress(WIRE).expect("compress");
+        assert_eq!(decompress(&z).expect("decompress"), WIRE);
+        let text = r#"{"t":1,"dir":"in","raw":{"role":"user","content":"Find the \"code\" now"}}"#;
+        let (out, n) = redact_prompts(text, &["Find the \"code\" now"]);
+        assert_eq!(n, 1);
+        assert!(!out.contains("code"));
+        assert!(serde_json::from_str::<Value>(&out).is_ok());
+    }
+}

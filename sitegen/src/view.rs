@@ -1,0 +1,433 @@
+//! Page-model view structs: the only things templates see. Every field is display-ready text or a
+//! relative link computed for the page it sits on; templates never see domain types, never compute a
+//! path and never format a number.
+
+use serde::Serialize;
+
+/// A link with its text.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Link {
+    pub href: String,
+    pub text: String,
+}
+
+/// A labelled value, shown as a chip.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Chip {
+    pub label: String,
+    pub value: String,
+}
+
+/// A navigation entry.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct NavItem {
+    pub href: String,
+    pub text: String,
+    pub current: bool,
+}
+
+/// What every page carries.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Common {
+    pub title: String,
+    pub description: String,
+    /// Relative link to the stylesheet.
+    pub css: String,
+    pub home: String,
+    pub nav: Vec<NavItem>,
+    pub bundle_id: String,
+    pub bundle_href: String,
+    pub methodology_version: String,
+    pub methodology_href: String,
+    pub sealed_at: String,
+    pub canonical: Option<String>,
+    /// Shown on every page when the bundle ran without isolation.
+    pub unisolated: bool,
+}
+
+/// A refusal in the slot a number would take.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RefusalView {
+    pub gate: String,
+    pub outcome: String,
+    pub counts: Vec<Chip>,
+    pub threshold: String,
+    pub alpha: String,
+    pub p_value: String,
+    pub reason: String,
+    pub explanation: String,
+    pub evidence: Link,
+}
+
+/// One server's row on a board.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BoardRow {
+    pub server: Link,
+    pub reference_row: bool,
+    pub completion: Option<Link>,
+    pub ci: Option<Link>,
+    pub rank: Option<Link>,
+    pub refusal: Option<RefusalView>,
+    pub coverage: Link,
+    pub reliability: Link,
+    pub extended: Link,
+    pub first_try: Link,
+    pub tool_tokens: Link,
+    pub latency: Link,
+    pub safety: Link,
+    pub protocol: Link,
+    pub efficiency: Link,
+    pub hallucinated: Link,
+    pub recovery: Link,
+    pub reachability: Link,
+    pub cost: Link,
+    pub excluded: Link,
+    pub flagged: bool,
+    pub attempts: Link,
+}
+
+/// A group of rows: a rank band, the refused rows, or the reference rows.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BoardGroup {
+    pub id: String,
+    pub heading: String,
+    pub note: String,
+    pub rows: Vec<BoardRow>,
+}
+
+/// A row of the data table behind a chart.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ChartRow {
+    pub label: String,
+    pub estimate: Link,
+    pub low: String,
+    pub high: String,
+}
+
+/// The board for one (category, agent).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BoardView {
+    pub category: String,
+    pub agent: String,
+    pub chips: Vec<Chip>,
+    pub chart_svg: String,
+    pub chart_rows: Vec<ChartRow>,
+    pub groups: Vec<BoardGroup>,
+    pub not_on_board: Vec<Chip>,
+    pub category_refusal: Option<RefusalView>,
+    pub low_sample: bool,
+    pub agreement: Link,
+    pub other_boards: Vec<Link>,
+}
+
+/// One attempt as a link with its outcome.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct AttemptLink {
+    pub href: String,
+    pub id: String,
+    pub outcome: String,
+    pub outcome_class: String,
+    pub index: String,
+}
+
+/// A task's row on a cell page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CellTaskRow {
+    pub anchor: String,
+    pub task: Link,
+    pub capability: String,
+    pub advertised: bool,
+    pub passes: String,
+    pub counted: String,
+    pub rate: String,
+    pub attempts: Vec<AttemptLink>,
+    pub excluded: Vec<AttemptLink>,
+}
+
+/// The page listing every attempt behind one board cell.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CellView {
+    pub category: String,
+    pub agent: String,
+    pub server: Link,
+    pub board: Link,
+    pub headline: String,
+    pub refusal: Option<RefusalView>,
+    pub core: Vec<CellTaskRow>,
+    pub extended: Vec<CellTaskRow>,
+    pub capabilities: Vec<CapabilityRow>,
+    pub attributes: Vec<AttributeRow>,
+    pub probes: Vec<ProbeRow>,
+    pub excluded: Vec<AttemptLink>,
+}
+
+/// One attribute with the text explaining how it was computed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AttributeRow {
+    pub id: String,
+    pub name: String,
+    pub value: String,
+    pub how: String,
+}
+
+/// A capability and the tools that provide it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CapabilityRow {
+    pub capability: String,
+    pub class: String,
+    pub tools: String,
+    pub advertised: bool,
+}
+
+/// A probe result.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProbeRow {
+    pub probe: String,
+    pub kind: String,
+    pub agent: String,
+    pub result: String,
+    pub result_class: String,
+    pub detail: String,
+    pub evidence: Option<Link>,
+}
+
+/// A server page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerView {
+    pub name: String,
+    pub id: String,
+    pub category: String,
+    pub reference_row: bool,
+    pub config: Vec<Chip>,
+    pub args: Vec<String>,
+    pub env: Vec<Chip>,
+    pub fixes: Vec<Chip>,
+    pub capabilities: Vec<CapabilityRow>,
+    pub agents: Vec<String>,
+    pub results: Vec<ServerTaskRow>,
+    pub cells: Vec<Link>,
+    pub reachability: Vec<Chip>,
+    pub probes: Vec<ProbeRow>,
+    pub history: Vec<HistoryRow>,
+    pub homepage: Option<Link>,
+}
+
+/// A task row on a server page: one result per agent.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerTaskRow {
+    pub task: Link,
+    pub class: String,
+    pub results: Vec<Link>,
+}
+
+/// Completion of a server in an earlier bundle.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HistoryRow {
+    pub bundle: String,
+    pub sealed_at: String,
+    pub agent: String,
+    pub completion: String,
+}
+
+/// A task page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TaskView {
+    pub id: String,
+    pub fields: Vec<Chip>,
+    pub rationale: String,
+    pub environment: String,
+    pub prompt: String,
+    pub prompt_redacted: bool,
+    pub predicate: String,
+    pub quarantined: Option<String>,
+    pub agents: Vec<String>,
+    pub results: Vec<ServerTaskRow>,
+    pub instances: Vec<InstanceRow>,
+    pub controls: Vec<ControlRow>,
+}
+
+/// An attested task instance.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InstanceRow {
+    pub attempt: Link,
+    pub seed: String,
+    pub set: String,
+    pub sha256: String,
+}
+
+/// A control run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ControlRow {
+    pub kind: String,
+    pub category: String,
+    pub agent: String,
+    pub server: String,
+    pub task: Link,
+    pub outcome: String,
+    pub passed: String,
+    pub consequence: String,
+    pub attempt: Link,
+}
+
+/// A node of the verifier tree.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifierNode {
+    pub path: String,
+    pub depth: usize,
+    pub primitive: String,
+    pub passed: bool,
+    pub first_failure: bool,
+    pub observed: String,
+    pub expected: String,
+    pub detail: String,
+}
+
+/// One event of the merged two-tape timeline.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimelineEvent {
+    pub anchor: String,
+    pub offset_ms: String,
+    pub plane: String,
+    pub dir: String,
+    pub summary: String,
+    pub latency: String,
+    pub payload: String,
+    pub clipped_note: String,
+}
+
+/// A tool call row.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ToolCallRow {
+    pub seq: String,
+    pub tool: String,
+    pub listed: bool,
+    pub status: String,
+    pub latency: String,
+    pub bytes: String,
+}
+
+/// An attempt page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AttemptView {
+    pub id: String,
+    pub outcome: String,
+    pub outcome_class: String,
+    pub outcome_reason: String,
+    pub treatment: String,
+    pub facts: Vec<Chip>,
+    pub task: Link,
+    pub server: Link,
+    pub cell: Link,
+    pub answer_line: String,
+    pub answer_fallback: bool,
+    pub verifier: Vec<VerifierNode>,
+    pub failing_node: Option<String>,
+    pub tool_calls: Vec<ToolCallRow>,
+    pub timeline: Vec<TimelineEvent>,
+    pub tapes: Vec<Link>,
+    pub tape_notes: Vec<String>,
+    pub health: Vec<Chip>,
+    pub private_set: bool,
+}
+
+/// An agreement page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AgreementView {
+    pub category: String,
+    pub decision: String,
+    pub broadly_agree: bool,
+    pub qualifying: String,
+    pub pairs: Vec<AgreementRow>,
+    pub chart_svg: String,
+    pub boards: Vec<Link>,
+}
+
+/// One agent pair.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AgreementRow {
+    pub pair: String,
+    pub servers: String,
+    pub servers_ci: String,
+    pub cells: String,
+    pub cells_ci: String,
+    pub meets: bool,
+    pub evidence: Vec<Link>,
+}
+
+/// Controls and probes.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ControlsView {
+    pub controls: Vec<ControlRow>,
+    pub probes: Vec<ProbeRow>,
+    pub quarantined: Vec<Chip>,
+}
+
+/// Anomalies.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AnomaliesView {
+    pub anomalies: Vec<AnomalyRow>,
+}
+
+/// One anomaly.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AnomalyRow {
+    pub kind: String,
+    pub category: String,
+    pub subject: String,
+    pub detail: String,
+    pub attempts: Vec<Link>,
+}
+
+/// A published file.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FileRow {
+    pub file: Link,
+    pub bytes: String,
+    pub sha256: String,
+    pub note: String,
+}
+
+/// Query snippets reproducing one board's Completion numbers.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Snippets {
+    pub board: Link,
+    pub duckdb: String,
+    pub pandas: String,
+    pub polars: String,
+    pub expected: Vec<Chip>,
+}
+
+/// The downloads page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DownloadsView {
+    pub files: Vec<FileRow>,
+    pub sums: Link,
+    pub snippets: Option<Snippets>,
+    pub history: Vec<Chip>,
+}
+
+/// A category on the home page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HomeCategory {
+    pub id: String,
+    pub boards: Vec<Link>,
+    pub agreement: Link,
+    pub servers: Vec<Link>,
+    pub refusal: Option<RefusalView>,
+}
+
+/// The home page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HomeView {
+    pub categories: Vec<HomeCategory>,
+    pub facts: Vec<Chip>,
+    pub pages: Vec<Link>,
+}
+
+/// A content page rendered from Markdown.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ContentView {
+    /// Trusted HTML from the project's own `content/` files (raw HTML in them is escaped).
+    pub html: String,
+    pub toc: Vec<Link>,
+}
