@@ -1,1 +1,26 @@
-//! Library half of this crate; the binary in `main.rs` is a thin edge over it.
+//! AgentRank's analysis: every statistic and every validity gate, from sealed bundles or plain attempts
+//! tables, to the analysis Parquet tables and `analysis.json`.
+//!
+//! - [`input`]: the analysis's own input model that every loader converts into;
+//! - [`stats`]: pure formulas (percentiles, Wilson, exact binomial and power, Spearman, ranks, bands);
+//! - [`rng`]: derived random streams;
+//! - [`bootstrap`]: the crossed cluster bootstrap with ranks and agreement;
+//! - [`gates`]: the validity gates and their refusals;
+//! - [`metrics`]: per-cell metrics and attributes;
+//! - [`analysis`]: the whole pure analysis;
+//! - [`history`]: anomalies and test-retest across inputs;
+//! - [`load`] and [`write`]: the IO edges (bundles and tables in; Parquet and JSON out).
+
+pub mod analysis;
+pub mod bootstrap;
+pub mod gates;
+pub mod history;
+pub mod input;
+pub mod load;
+pub mod load_bundle;
+pub mod metrics;
+pub mod rng;
+pub mod stats;
+pub mod write;
+
+pub use analysis::{Analysis, AnalysisError, Config, analyze};

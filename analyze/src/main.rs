@@ -1,4 +1,144 @@
-fn main() {
-    eprintln!("not built yet");
-    std::process::exit(3);
+//! `agentrank-analyze INPUT… [--seed N] [--resamples B] --out DIR`: the command-line edge. Parses
+//! arguments, loads inputs, runs the pure analysis, writes the outputs, and maps the result to an exit
+//! code (0 success, 2 bad arguments or input, 3 internal error).
+
+use agentrank_analyze::load;
+use agentrank_analyze::{Config, analyze};
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes of this binary, defined in one place.
+mod exit {
+    pub const OK: u8 = 0;
+    pub const BAD_INPUT: u8 = 2;
+    pub const INTERNAL: u8 = 3;
+}
+
+/// Turn AgentRank bundles or attempts tables into the analysis tables and `analysis.json`.
+#[derive(Parser, Debug)]
+#[command(name = "agentrank-analyze", version)]
+struct Args {
+    /// Bundle directories, or attempts tables (.csv / .parquet). With several, for each category the last
+    /// input holding it is analysed and earlier ones are its history (anomalies, test-retest).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Bootstrap seed (recorded in the output; at most 2^63 - 1).
+    #[arg(long, default_value_t = Config::default().seed)]
+    seed: u64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = Config::default().resamples)]
+    resamples: usize,
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Capability map for plain tables: CSV/Parquet with `category, server, capability` (advertised).
+    #[arg(long)]
+    capabilities: Option<PathBuf>,
+    /// Tool-call table for plain tables: CSV/Parquet with `attempt_id, tool_name, tool_listed, latency_ms,
+    /// is_error`.
+    #[arg(long)]
+    tool_calls: Option<PathBuf>,
+    /// Reference server of a category for plain tables, as CATEGORY=SERVER (repeatable).
+    #[arg(long = "reference-server", value_name = "CATEGORY=SERVER")]
+    reference_servers: Vec<String>,
+    /// Construct-gate extension batches registered (default 2).
+    #[arg(long, default_value_t = 2)]
+    extension_batches: u32,
+    /// Worker threads for the bootstrap (default: all cores). Results do not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug)]
+enum Failure {
+    BadInput(anyhow::Error),
+    Internal(anyhow::Error),
+}
+
+fn run(args: Args) -> Result<(), Failure> {
+    if let Some(n) = args.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .context("configuring the worker pool")
+            .map_err(Failure::Internal)?;
+    }
+    let mut inputs = Vec::new();
+    for p in &args.inputs {
+        let mut input = load::load_input(p)
+            .with_context(|| format!("loading {}", p.display()))
+            .map_err(Failure::BadInput)?;
+        if input.kind == "attempts-table" {
+            if let Some(cp) = &args.capabilities {
+                let t = load::read_table(cp)
+                    .and_then(|t| load::capability_map(&t))
+                    .with_context(|| format!("loading capability map {}", cp.display()))
+                    .map_err(Failure::BadInput)?;
+                input.advertised = t;
+            }
+            if let Some(tp) = &args.tool_calls {
+                input.tool_calls = load::read_table(tp)
+                    .and_then(|t| load::tool_calls(&t))
+                    .with_context(|| format!("loading tool calls {}", tp.display()))
+                    .map_err(Failure::BadInput)?;
+            }
+            for spec in &args.reference_servers {
+                let (c, s) = parse_pair(spec).map_err(Failure::BadInput)?;
+                input.reference_servers.insert(c, s);
+            }
+        }
+        inputs.push(input);
+    }
+    let cfg = Config {
+        seed: args.seed,
+        resamples: args.resamples,
+        construct: agentrank_analyze::gates::ConstructRegistration {
+            max_batches: args.extension_batches,
+        },
+    };
+    let analysis = analyze(&inputs, &cfg)
+        .context("analysing")
+        .map_err(Failure::BadInput)?;
+    agentrank_analyze::write::write_all(&analysis, &args.out)
+        .with_context(|| format!("writing to {}", args.out.display()))
+        .map_err(Failure::Internal)?;
+    let refused = analysis.completion.iter().filter(|r| r.status == "REFUSED" && r.view == "headline").count();
+    let scored = analysis.completion.iter().filter(|r| r.status == "SCORED" && r.view == "headline").count();
+    println!(
+        "analysed {} categories: {scored} scored cells, {refused} refused; wrote {}",
+        analysis.document.categories.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn parse_pair(spec: &str) -> Result<(String, String)> {
+    match spec.split_once('=') {
+        Some((c, s)) if !c.is_empty() && !s.is_empty() => Ok((c.to_string(), s.to_string())),
+        _ => bail!("--reference-server expects CATEGORY=SERVER, got {spec:?}"),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::BAD_INPUT } else { exit::OK };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(Failure::BadInput(e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::BAD_INPUT)
+        }
+        Err(Failure::Internal(e)) => {
+            eprintln!("internal error: {e:#}");
+            ExitCode::from(exit::INTERNAL)
+        }
+    }
 }

@@ -1,1 +1,561 @@
-//! Being written.
+//! The analysis output: the row types of the analysis Parquet tables (each beside the function returning
+//! its explicit Arrow fields) and the `analysis.json` document. Written by `agentrank-analyze`, read by the
+//! site generator and by readers.
+//!
+//! Every row carries the ids of the attempts behind it. Refused cells carry no score: their score columns
+//! are null in Parquet and absent in JSON.
+
+use arrow_schema::{DataType, Field, FieldRef};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Version of the analysis tables and `analysis.json`: `MAJOR.MINOR`.
+pub const ANALYSIS_SCHEMA_VERSION: &str = "1.0";
+
+fn utf8(name: &str, nullable: bool) -> FieldRef {
+    Arc::new(Field::new(name, DataType::Utf8, nullable))
+}
+fn f64_(name: &str, nullable: bool) -> FieldRef {
+    Arc::new(Field::new(name, DataType::Float64, nullable))
+}
+fn i64_(name: &str, nullable: bool) -> FieldRef {
+    Arc::new(Field::new(name, DataType::Int64, nullable))
+}
+fn bool_(name: &str, nullable: bool) -> FieldRef {
+    Arc::new(Field::new(name, DataType::Boolean, nullable))
+}
+fn list_utf8(name: &str) -> FieldRef {
+    Arc::new(Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("element", DataType::Utf8, false))),
+        false,
+    ))
+}
+
+/// `completion.parquet`: one row per (category, view, agent, server) — the headline board and the
+/// INVALID_BUILTIN sensitivity view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompletionRow {
+    pub category: String,
+    /// `headline` or `sensitivity` (INVALID_BUILTIN counted as FAIL).
+    pub view: String,
+    pub agent: String,
+    pub server: String,
+    /// `SCORED` or `REFUSED`.
+    pub status: String,
+    pub point: Option<f64>,
+    pub ci_lo: Option<f64>,
+    pub ci_hi: Option<f64>,
+    pub rank: Option<i64>,
+    pub rank_lo: Option<i64>,
+    pub rank_hi: Option<i64>,
+    /// 1-based band index on the agent's board.
+    pub band: Option<i64>,
+    pub coverage: Option<f64>,
+    pub reliability: Option<f64>,
+    pub extended_completion: Option<f64>,
+    /// Answer-key completion of the reference agent against this server (an attribute).
+    pub reachability: Option<f64>,
+    pub core_tasks: i64,
+    /// PASS + FAIL attempts behind the point.
+    pub countable_attempts: i64,
+    pub excluded_attempts: i64,
+    pub excluded_share: f64,
+    /// More than 5% of the cell's attempt slots ended excluded after re-runs (§6.2).
+    pub excluded_flag: bool,
+    pub low_sample: bool,
+    /// The refusal's gate and outcome, when refused.
+    pub refusal_gate: Option<String>,
+    pub refusal_outcome: Option<String>,
+    pub method: String,
+    pub seed: i64,
+    pub resamples: i64,
+    pub attempt_ids: Vec<String>,
+}
+
+impl CompletionRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("view", false),
+            utf8("agent", false),
+            utf8("server", false),
+            utf8("status", false),
+            f64_("point", true),
+            f64_("ci_lo", true),
+            f64_("ci_hi", true),
+            i64_("rank", true),
+            i64_("rank_lo", true),
+            i64_("rank_hi", true),
+            i64_("band", true),
+            f64_("coverage", true),
+            f64_("reliability", true),
+            f64_("extended_completion", true),
+            f64_("reachability", true),
+            i64_("core_tasks", false),
+            i64_("countable_attempts", false),
+            i64_("excluded_attempts", false),
+            f64_("excluded_share", false),
+            bool_("excluded_flag", false),
+            bool_("low_sample", false),
+            utf8("refusal_gate", true),
+            utf8("refusal_outcome", true),
+            utf8("method", false),
+            i64_("seed", false),
+            i64_("resamples", false),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `cells.parquet`: one row per (category, agent, server, task) — the pass rates Completion averages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellRow {
+    pub category: String,
+    pub agent: String,
+    pub server: String,
+    pub task: String,
+    pub class: String,
+    pub capability: Option<String>,
+    pub passes: i64,
+    pub countable: i64,
+    pub pass_rate: Option<f64>,
+    pub excluded: i64,
+    /// The adaptive attempt rule (§8.2) is complete for this cell.
+    pub rule_complete: bool,
+    pub quarantined: bool,
+    pub attempt_ids: Vec<String>,
+}
+
+impl CellRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("agent", false),
+            utf8("server", false),
+            utf8("task", false),
+            utf8("class", false),
+            utf8("capability", true),
+            i64_("passes", false),
+            i64_("countable", false),
+            f64_("pass_rate", true),
+            i64_("excluded", false),
+            bool_("rule_complete", false),
+            bool_("quarantined", false),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `first_try.parquet`: first-try success with its Wilson 95% interval and dominance position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FirstTryRow {
+    pub category: String,
+    pub agent: String,
+    pub server: String,
+    pub successes: i64,
+    pub trials: i64,
+    pub point: Option<f64>,
+    pub wilson_lo: Option<f64>,
+    pub wilson_hi: Option<f64>,
+    pub z: f64,
+    pub position: Option<i64>,
+    pub tied: bool,
+    /// Better-placed rows whose interval still overlaps this one.
+    pub overlaps_above: Vec<String>,
+    pub attempt_ids: Vec<String>,
+}
+
+impl FirstTryRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("agent", false),
+            utf8("server", false),
+            i64_("successes", false),
+            i64_("trials", false),
+            f64_("point", true),
+            f64_("wilson_lo", true),
+            f64_("wilson_hi", true),
+            f64_("z", false),
+            i64_("position", true),
+            bool_("tied", false),
+            list_utf8("overlaps_above"),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `agreement.parquet`: Spearman agreement between two agents (§8.6) and test-retest (§8.7) rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgreementRow {
+    pub category: String,
+    /// `server_completion`, `cell_pass_rate`, or `test_retest_server_completion`.
+    pub measure: String,
+    pub agent_a: String,
+    pub agent_b: String,
+    pub n_points: i64,
+    pub point: Option<f64>,
+    pub ci_lo: Option<f64>,
+    pub ci_hi: Option<f64>,
+    pub resamples_used: i64,
+    /// Resamples dropped because a vector was constant (ρ undefined).
+    pub resamples_dropped: i64,
+    /// Pre-registered threshold for the lower bound.
+    pub threshold: Option<f64>,
+    pub meets_threshold: Option<bool>,
+    pub method: String,
+    pub seed: i64,
+    pub attempt_ids: Vec<String>,
+}
+
+impl AgreementRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("measure", false),
+            utf8("agent_a", false),
+            utf8("agent_b", false),
+            i64_("n_points", false),
+            f64_("point", true),
+            f64_("ci_lo", true),
+            f64_("ci_hi", true),
+            i64_("resamples_used", false),
+            i64_("resamples_dropped", false),
+            f64_("threshold", true),
+            bool_("meets_threshold", true),
+            utf8("method", false),
+            i64_("seed", false),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `gates.parquet`: every gate evaluation, passed or not. A row with `status = REFUSED` is a refusal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateRow {
+    pub category: String,
+    pub agent: Option<String>,
+    pub server: Option<String>,
+    /// `structural`, `leak`, `surface`, `smoke`, `null_baseline`, `construct`, `coverage`.
+    pub gate: String,
+    /// `PASSED`, `REFUSED` or `NOT_RUN`.
+    pub status: String,
+    /// The Fitness Report outcome name (e.g. `PROCEED`, `KILL`, `INDETERMINATE`, `INSUFFICIENT_SURFACE`,
+    /// `GATE_FAILED`, `EXTEND_EXHAUSTED`, `COMPROMISED`, `SWEEP_VOID`).
+    pub outcome: String,
+    pub reason: String,
+    pub explanation: String,
+    /// The counts the gate saw, as a JSON object with sorted keys.
+    pub counts_json: String,
+    pub threshold: Option<f64>,
+    pub alpha: Option<f64>,
+    pub p_value: Option<f64>,
+    pub attempt_ids: Vec<String>,
+}
+
+impl GateRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("agent", true),
+            utf8("server", true),
+            utf8("gate", false),
+            utf8("status", false),
+            utf8("outcome", false),
+            utf8("reason", false),
+            utf8("explanation", false),
+            utf8("counts_json", false),
+            f64_("threshold", true),
+            f64_("alpha", true),
+            f64_("p_value", true),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `attributes.parquet`: per-cell attributes that are shown, never scored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttributeRow {
+    pub category: String,
+    pub agent: String,
+    pub server: String,
+    /// Mean of tool calls ÷ step budget over passed attempts (MCPBench efficiency).
+    pub efficiency: Option<f64>,
+    pub efficiency_attempts: i64,
+    pub tool_calls: i64,
+    pub hallucinated_calls: i64,
+    pub hallucinated_rate: Option<f64>,
+    /// Attempts with at least one tool error that still passed ÷ attempts with at least one tool error.
+    pub recovery_rate: Option<f64>,
+    pub recovery_passed: i64,
+    pub recovery_attempts: i64,
+    pub tool_definition_tokens: Option<i64>,
+    pub cost_usd: Option<f64>,
+    /// `measured`, `floor` or `none`.
+    pub cost_label: String,
+    pub cost_reasons: Vec<String>,
+    /// Safety probes as `probe=result`.
+    pub safety: Vec<String>,
+    pub attempt_ids: Vec<String>,
+}
+
+impl AttributeRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("agent", false),
+            utf8("server", false),
+            f64_("efficiency", true),
+            i64_("efficiency_attempts", false),
+            i64_("tool_calls", false),
+            i64_("hallucinated_calls", false),
+            f64_("hallucinated_rate", true),
+            f64_("recovery_rate", true),
+            i64_("recovery_passed", false),
+            i64_("recovery_attempts", false),
+            i64_("tool_definition_tokens", true),
+            f64_("cost_usd", true),
+            utf8("cost_label", false),
+            list_utf8("cost_reasons"),
+            list_utf8("safety"),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `latency.parquet`: median and p95 of server tool-call wall time, per server (`tool` null) and per tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRow {
+    pub category: String,
+    pub server: String,
+    pub tool: Option<String>,
+    pub calls: i64,
+    pub median_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub attempt_ids: Vec<String>,
+}
+
+impl LatencyRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("server", false),
+            utf8("tool", true),
+            i64_("calls", false),
+            f64_("median_ms", true),
+            f64_("p95_ms", true),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `separation.parquet`: achieved power and attempts needed to separate two servers at their observed
+/// rates (two-proportion z test, α = 0.05 two-sided, power 0.80).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeparationRow {
+    pub category: String,
+    pub agent: String,
+    pub server_a: String,
+    pub server_b: String,
+    pub rate_a: f64,
+    pub rate_b: f64,
+    pub attempts_a: i64,
+    pub attempts_b: i64,
+    pub achieved_power: Option<f64>,
+    pub attempts_needed_per_server: Option<i64>,
+}
+
+impl SeparationRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("agent", false),
+            utf8("server_a", false),
+            utf8("server_b", false),
+            f64_("rate_a", false),
+            f64_("rate_b", false),
+            i64_("attempts_a", false),
+            i64_("attempts_b", false),
+            f64_("achieved_power", true),
+            i64_("attempts_needed_per_server", true),
+        ]
+    }
+}
+
+/// `anomalies.parquet`: moves against earlier bundles (> 2σ per server; tasks jumping across servers).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnomalyRow {
+    /// `server_completion` or `task_pass_rate`.
+    pub kind: String,
+    pub category: String,
+    pub agent: Option<String>,
+    pub server: Option<String>,
+    pub task: Option<String>,
+    pub current: f64,
+    pub history_mean: Option<f64>,
+    pub history_sd: Option<f64>,
+    pub z: Option<f64>,
+    pub history_points: i64,
+    pub flagged: bool,
+    pub detail: String,
+}
+
+impl AnomalyRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("kind", false),
+            utf8("category", false),
+            utf8("agent", true),
+            utf8("server", true),
+            utf8("task", true),
+            f64_("current", false),
+            f64_("history_mean", true),
+            f64_("history_sd", true),
+            f64_("z", true),
+            i64_("history_points", false),
+            bool_("flagged", false),
+            utf8("detail", false),
+        ]
+    }
+}
+
+/// A number with its 95% interval, as `analysis.json` prints it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointCi {
+    pub point: f64,
+    pub ci: [f64; 2],
+}
+
+/// A completion entry: a score, or a refusal in its slot (no score field at all).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompletionEntry {
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub point: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ci: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub refusal: Option<Refusal>,
+    pub attempts: i64,
+}
+
+/// A rank with its interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankEntry {
+    pub point: i64,
+    pub interval: [i64; 2],
+}
+
+/// A correlation with its interval (absent when undefined).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RhoEntry {
+    pub point: Option<f64>,
+    pub ci: Option<[f64; 2]>,
+    pub resamples_dropped: i64,
+}
+
+/// One agent pair's agreement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgreementPair {
+    pub agents: [String; 2],
+    pub server_rho: RhoEntry,
+    pub cell_rho: RhoEntry,
+    /// Lower bounds clear 0.5 (server) and 0.4 (cell).
+    pub qualifies: bool,
+}
+
+/// The category's agreement block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub pairs: Vec<AgreementPair>,
+    pub qualifying_pairs: i64,
+    pub required_pairs: i64,
+    pub broadly_agree: bool,
+}
+
+/// A refusal, as printed in the slot a number would take.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub gate: String,
+    pub outcome: String,
+    pub reason: String,
+    pub explanation: String,
+    pub counts: BTreeMap<String, serde_json::Value>,
+    pub threshold: Option<f64>,
+    pub alpha: Option<f64>,
+    pub p_value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub server: Option<String>,
+}
+
+/// One gate evaluation in `analysis.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateEntry {
+    pub gate: String,
+    pub status: String,
+    pub outcome: String,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub server: Option<String>,
+    pub counts: BTreeMap<String, serde_json::Value>,
+    pub threshold: Option<f64>,
+    pub alpha: Option<f64>,
+    pub p_value: Option<f64>,
+}
+
+/// One category of `analysis.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct CategoryAnalysis {
+    /// `completion.<agent>.<server>`.
+    pub completion: BTreeMap<String, BTreeMap<String, CompletionEntry>>,
+    /// `ranks.<agent>.<server>` (scored servers only).
+    pub ranks: BTreeMap<String, BTreeMap<String, RankEntry>>,
+    /// `bands.<agent>`: bands from the top, names alphabetical inside a band.
+    pub bands: BTreeMap<String, Vec<Vec<String>>>,
+    /// The INVALID_BUILTIN sensitivity view: `sensitivity.<agent>.<server>`.
+    pub sensitivity: BTreeMap<String, BTreeMap<String, CompletionEntry>>,
+    pub agreement: Option<Agreement>,
+    pub core_tasks: Vec<String>,
+    pub quarantined_tasks: Vec<String>,
+    pub gates: Vec<GateEntry>,
+    pub refusals: Vec<Refusal>,
+}
+
+/// The method record: every pre-registered decision the numbers depend on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Method {
+    pub bootstrap: String,
+    pub resamples: i64,
+    pub seed: i64,
+    pub rng: String,
+    pub percentiles: String,
+    pub ranks: String,
+    pub rank_interval: String,
+    pub bands: String,
+    pub spearman: String,
+    pub agreement_rule: String,
+    pub wilson_z: f64,
+    pub construct: String,
+    pub null_baseline: String,
+    pub exclusions: String,
+    pub anomalies: String,
+    pub notes: Vec<String>,
+}
+
+/// `analysis.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisDocument {
+    pub schema_version: String,
+    pub methodology_version: String,
+    pub inputs: Vec<String>,
+    pub method: Method,
+    pub categories: BTreeMap<String, CategoryAnalysis>,
+    pub anomalies: Vec<AnomalyRow>,
+    pub test_retest: Vec<AgreementRow>,
+}

@@ -1,0 +1,559 @@
+//! The validity gates (Fitness Report, adapted as DESIGN.md "How the seeds fit together" §2 says), each a
+//! pure function from the counts it sees to a [`GateResult`]: passed, refused (with its outcome name,
+//! reason string, counts, threshold, alpha and p-value), or not run because the input carries no data for
+//! it. A refusal is a row, never a blank.
+
+use crate::stats::binomial::{PublishedVerdict, Verdict, binom_cdf, published_verdict};
+use crate::stats::Z95;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Minimum core tasks in a category's suite.
+pub const MIN_SURFACE: usize = 8;
+/// Construct gate threshold θ.
+pub const CONSTRUCT_THETA: f64 = 0.90;
+/// Exact binomial test level.
+pub const ALPHA: f64 = 0.05;
+/// Detectable gap for achieved power (θ − 0.10).
+pub const DETECTABLE_GAP: f64 = 0.10;
+/// Required achieved power for a published PASS.
+pub const MIN_POWER: f64 = 0.80;
+/// Oracle error share above which the construct run is COMPROMISED.
+pub const MAX_ERROR_SHARE: f64 = 0.05;
+/// Null-baseline kill ratio: KILL iff T_null ≥ this × the real Completion.
+pub const NULL_RATIO: f64 = 0.5;
+
+/// Whether a gate passed, refused, or could not run on this input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GateStatus {
+    Passed,
+    Refused,
+    NotRun,
+}
+
+impl GateStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateStatus::Passed => "PASSED",
+            GateStatus::Refused => "REFUSED",
+            GateStatus::NotRun => "NOT_RUN",
+        }
+    }
+}
+
+/// One gate evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateResult {
+    pub gate: &'static str,
+    pub status: GateStatus,
+    pub outcome: String,
+    pub reason: String,
+    pub explanation: String,
+    pub counts: BTreeMap<String, Value>,
+    pub threshold: Option<f64>,
+    pub alpha: Option<f64>,
+    pub p_value: Option<f64>,
+    pub agent: Option<String>,
+    pub server: Option<String>,
+    pub attempt_ids: Vec<String>,
+}
+
+impl GateResult {
+    fn new(gate: &'static str, status: GateStatus, outcome: &str, reason: &str, explanation: String) -> Self {
+        GateResult {
+            gate,
+            status,
+            outcome: outcome.to_string(),
+            reason: reason.to_string(),
+            explanation,
+            counts: BTreeMap::new(),
+            threshold: None,
+            alpha: None,
+            p_value: None,
+            agent: None,
+            server: None,
+            attempt_ids: Vec::new(),
+        }
+    }
+    fn count(mut self, key: &str, v: impl Into<Value>) -> Self {
+        self.counts.insert(key.to_string(), v.into());
+        self
+    }
+    pub fn refused(&self) -> bool {
+        self.status == GateStatus::Refused
+    }
+}
+
+/// Structural: the lock manifest names every package, image and model id.
+pub fn lock_gate(lock_complete: Option<bool>, problems: &[String]) -> GateResult {
+    match lock_complete {
+        None => GateResult::new(
+            "structural",
+            GateStatus::NotRun,
+            "NOT_RUN",
+            "no_lock_manifest_in_input",
+            "The input is a plain attempts table; it carries no lock manifest to check.".into(),
+        ),
+        Some(true) => GateResult::new(
+            "structural",
+            GateStatus::Passed,
+            "PROCEED",
+            "lock_manifest_complete",
+            "The lock manifest pins every package, image and model id.".into(),
+        ),
+        Some(false) => GateResult::new(
+            "structural",
+            GateStatus::Refused,
+            "GATE_FAILED",
+            "lock_manifest_incomplete",
+            format!(
+                "The lock manifest is incomplete ({}), so the sweep cannot be reproduced.",
+                problems.join("; ")
+            ),
+        )
+        .count("problems", problems.len() as i64),
+    }
+}
+
+/// Leak: tasks that passed the no-server control, produced INVALID_LEAK, or failed task-lint are
+/// quarantined. The gate itself passes; it reports what it removed. Returns the quarantined tasks too.
+pub fn leak_gate(
+    control_passes: &BTreeMap<String, Vec<String>>,
+    invalid_leaks: &BTreeMap<String, Vec<String>>,
+    lint_failures: &BTreeSet<String>,
+    control_attempts: usize,
+    lint_checked: bool,
+) -> (GateResult, BTreeSet<String>) {
+    let mut quarantined: BTreeSet<String> = BTreeSet::new();
+    quarantined.extend(control_passes.keys().cloned());
+    quarantined.extend(invalid_leaks.keys().cloned());
+    quarantined.extend(lint_failures.iter().cloned());
+    let mut ids: Vec<String> = control_passes
+        .values()
+        .chain(invalid_leaks.values())
+        .flatten()
+        .cloned()
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let explanation = if quarantined.is_empty() {
+        format!(
+            "No task passed the no-server control ({control_attempts} control attempts), none leaked, none failed task-lint."
+        )
+    } else {
+        format!(
+            "Quarantined for redesign: {} (no-server control pass, INVALID_LEAK or task-lint).",
+            quarantined.iter().cloned().collect::<Vec<_>>().join(", ")
+        )
+    };
+    let mut g = GateResult::new(
+        "leak",
+        GateStatus::Passed,
+        "PROCEED",
+        if quarantined.is_empty() {
+            "no_leak"
+        } else {
+            "tasks_quarantined"
+        },
+        explanation,
+    )
+    .count("control_attempts", control_attempts as i64)
+    .count("control_passes", control_passes.len() as i64)
+    .count("invalid_leak_tasks", invalid_leaks.len() as i64)
+    .count("lint_failures", lint_failures.len() as i64)
+    .count("lint_checked", lint_checked)
+    .count(
+        "quarantined",
+        Value::from(quarantined.iter().cloned().collect::<Vec<_>>()),
+    );
+    g.attempt_ids = ids;
+    (g, quarantined)
+}
+
+/// Suite size: fewer than [`MIN_SURFACE`] core tasks left after quarantine refuses the category.
+pub fn surface_gate(core_before: usize, quarantined: usize) -> GateResult {
+    let admitted = core_before.saturating_sub(quarantined);
+    let g = if admitted < MIN_SURFACE {
+        GateResult::new(
+            "surface",
+            GateStatus::Refused,
+            "INSUFFICIENT_SURFACE",
+            "suite_below_minimum",
+            format!(
+                "Only {admitted} core tasks remain ({quarantined} quarantined of {core_before}); a suite below {MIN_SURFACE} is refused rather than published."
+            ),
+        )
+    } else {
+        GateResult::new(
+            "surface",
+            GateStatus::Passed,
+            "PROCEED",
+            "suite_size_ok",
+            format!("{admitted} core tasks admitted (minimum {MIN_SURFACE})."),
+        )
+    };
+    let mut g = g
+        .count("core_tasks", core_before as i64)
+        .count("quarantined", quarantined as i64)
+        .count("admitted", admitted as i64);
+    g.threshold = Some(MIN_SURFACE as f64);
+    g
+}
+
+/// Smoke: every smoke task of the reference server must pass, or the sweep is void.
+/// `results`: smoke task → (passes, countable, attempt ids).
+pub fn smoke_gate(
+    reference_server: Option<&str>,
+    results: &BTreeMap<String, (usize, usize, Vec<String>)>,
+    expected: &BTreeSet<String>,
+    strict: bool,
+) -> GateResult {
+    let Some(server) = reference_server else {
+        return if strict {
+            GateResult::new(
+                "smoke",
+                GateStatus::Refused,
+                "SWEEP_VOID",
+                "no_reference_server",
+                "The category names no reference server, so its smoke tasks could not run; the sweep is void.".into(),
+            )
+        } else {
+            GateResult::new(
+                "smoke",
+                GateStatus::NotRun,
+                "NOT_RUN",
+                "no_reference_server_in_input",
+                "The input names no reference server; the smoke gate was not run.".into(),
+            )
+        };
+    };
+    let mut failed = Vec::new();
+    let mut missing = Vec::new();
+    let mut ids = Vec::new();
+    for t in expected {
+        match results.get(t) {
+            Some((p, n, i)) => {
+                ids.extend(i.iter().cloned());
+                if *n == 0 || p != n {
+                    failed.push(t.clone());
+                }
+            }
+            None => missing.push(t.clone()),
+        }
+    }
+    let total_pass: usize = results.values().map(|r| r.0).sum();
+    let total_n: usize = results.values().map(|r| r.1).sum();
+    let mut g = if !failed.is_empty() || (!missing.is_empty() && strict) {
+        GateResult::new(
+            "smoke",
+            GateStatus::Refused,
+            "SWEEP_VOID",
+            if failed.is_empty() {
+                "smoke_task_not_run"
+            } else {
+                "smoke_task_failed"
+            },
+            format!(
+                "Reference server {server}: smoke tasks failed [{}] or not run [{}]; the sweep is void.",
+                failed.join(", "),
+                missing.join(", ")
+            ),
+        )
+    } else if results.is_empty() {
+        GateResult::new(
+            "smoke",
+            GateStatus::NotRun,
+            "NOT_RUN",
+            "no_smoke_attempts_in_input",
+            "The input holds no reference-agent smoke attempts.".into(),
+        )
+    } else {
+        GateResult::new(
+            "smoke",
+            GateStatus::Passed,
+            "PROCEED",
+            "smoke_passed",
+            format!("Reference server {server} passed every smoke task."),
+        )
+    };
+    g = g
+        .count("passes", total_pass as i64)
+        .count("attempts", total_n as i64)
+        .count("failed", Value::from(failed))
+        .count("missing", Value::from(missing));
+    g.server = Some(server.to_string());
+    ids.sort();
+    g.attempt_ids = ids;
+    g
+}
+
+/// Null baseline per (category, agent): T_null = nearest-rank 95th percentile of the three null
+/// Completions (their maximum); KILL iff T_null ≥ 0.5 × real; INDETERMINATE if a null or the real value is
+/// missing, or the real one is 0.
+pub fn null_gate(
+    agent: &str,
+    real: Option<f64>,
+    nulls: &BTreeMap<&'static str, Option<f64>>,
+    strict: bool,
+    attempt_ids: Vec<String>,
+) -> GateResult {
+    let present: Vec<f64> = nulls.values().flatten().copied().collect();
+    let any_present = !present.is_empty();
+    let t_null = if present.len() == nulls.len() && !present.is_empty() {
+        // Nearest-rank 95th percentile of 3 values: rank ceil(0.95 × 3) = 3 → the maximum.
+        let mut v = present.clone();
+        v.sort_by(f64::total_cmp);
+        let rank = ((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len());
+        Some(v[rank - 1])
+    } else {
+        None
+    };
+    let mut g = if !any_present && !strict {
+        GateResult::new(
+            "null_baseline",
+            GateStatus::NotRun,
+            "NOT_RUN",
+            "no_null_runs_in_input",
+            "The input holds no null-model runs; the null baseline was not run.".into(),
+        )
+    } else {
+        match (t_null, real) {
+            (None, _) | (_, None) => GateResult::new(
+                "null_baseline",
+                GateStatus::Refused,
+                "INDETERMINATE",
+                "null_or_real_completion_missing",
+                "A null-model or the real Completion is missing, so the baseline cannot be read; an indeterminate baseline halts like a kill.".into(),
+            ),
+            (Some(_), Some(r)) if r <= 0.0 => GateResult::new(
+                "null_baseline",
+                GateStatus::Refused,
+                "INDETERMINATE",
+                "real_completion_zero",
+                "The real Completion is 0, so no null ratio is defined; an indeterminate baseline halts like a kill.".into(),
+            ),
+            (Some(t), Some(r)) if t >= NULL_RATIO * r => GateResult::new(
+                "null_baseline",
+                GateStatus::Refused,
+                "KILL",
+                "null_baseline_at_or_above_half_of_real",
+                format!(
+                    "A null model reached {t:.3}, at least half the real Completion {r:.3}: the tasks were answerable without the server. The finding is about the task suite, not the server."
+                ),
+            ),
+            (Some(t), Some(r)) => GateResult::new(
+                "null_baseline",
+                GateStatus::Passed,
+                "PROCEED",
+                "null_baseline_below_half_of_real",
+                format!("T_null {t:.3} is below half the real Completion {r:.3}."),
+            ),
+        }
+    };
+    for (k, v) in nulls {
+        g.counts.insert(format!("null_{k}"), v.map_or(Value::Null, Value::from));
+    }
+    g.counts
+        .insert("real_completion".into(), real.map_or(Value::Null, Value::from));
+    g.counts
+        .insert("t_null".into(), t_null.map_or(Value::Null, Value::from));
+    g.threshold = Some(NULL_RATIO);
+    g.agent = Some(agent.to_string());
+    g.attempt_ids = attempt_ids;
+    g
+}
+
+/// A construct-gate trial: success, failure, or an oracle error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trial {
+    Pass,
+    Fail,
+    Error,
+}
+
+/// The construct gate's pre-registration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConstructRegistration {
+    /// Extension batches registered before the first call (0 = none bought).
+    pub max_batches: u32,
+}
+
+/// The construct gate on the reference agent × reference server: `batches[0]` is the registered sample,
+/// `batches[1..]` the extension batches in order (each `(task count, trials)`).
+pub fn construct_gate(
+    server: &str,
+    batches: &[(usize, Vec<Trial>)],
+    reg: ConstructRegistration,
+    attempt_ids: Vec<String>,
+) -> GateResult {
+    let (mut k, mut n, mut errors) = (0u64, 0u64, 0u64);
+    let mut ledger = Vec::new();
+    let mut last: Option<PublishedVerdict> = None;
+    let mut used = 0usize;
+    for (i, (tasks, trials)) in batches.iter().enumerate() {
+        if i as u32 > reg.max_batches {
+            break;
+        }
+        if i > 0 && last.is_some_and(|v| v.published != Verdict::Extend) {
+            break;
+        }
+        for t in trials {
+            match t {
+                Trial::Pass => {
+                    k += 1;
+                    n += 1
+                }
+                Trial::Fail => n += 1,
+                Trial::Error => errors += 1,
+            }
+        }
+        let v = published_verdict(k, n, CONSTRUCT_THETA, ALPHA, Z95, DETECTABLE_GAP, MIN_POWER);
+        ledger.push(json!({
+            "batch": i, "tasks": tasks, "trials": trials.len(),
+            "pooled_successes": k, "pooled_trials": n, "pooled_errors": errors,
+            "raw": v.raw.as_str(), "published": v.published.as_str(),
+        }));
+        last = Some(v);
+        used = i;
+    }
+    let p_value = if n > 0 {
+        Some(binom_cdf(k, n, CONSTRUCT_THETA))
+    } else {
+        None
+    };
+    let error_share = if n + errors > 0 {
+        errors as f64 / (n + errors) as f64
+    } else {
+        0.0
+    };
+    let mut g = if batches.is_empty() || n + errors == 0 {
+        GateResult::new(
+            "construct",
+            GateStatus::Refused,
+            "INDETERMINATE",
+            "construct_not_run",
+            format!("The reference agent has no recorded attempts on reference server {server}."),
+        )
+    } else if error_share > MAX_ERROR_SHARE {
+        GateResult::new(
+            "construct",
+            GateStatus::Refused,
+            "COMPROMISED",
+            "oracle_error_share_above_limit",
+            format!(
+                "{errors} of {} reference calls errored ({:.1}% > 5%): the measurement did not complete. Not a verdict about the server.",
+                n + errors,
+                100.0 * error_share
+            ),
+        )
+    } else {
+        match last.map(|v| v.published) {
+            Some(Verdict::Pass) => GateResult::new(
+                "construct",
+                GateStatus::Passed,
+                "PASS",
+                "reference_reached_answer_key",
+                format!("The reference agent reached the answer key on {k} of {n} trials (θ = 0.90)."),
+            ),
+            Some(Verdict::Fail) => GateResult::new(
+                "construct",
+                GateStatus::Refused,
+                "GATE_FAILED",
+                "reference_below_threshold",
+                format!(
+                    "The reference agent reached the answer key on only {k} of {n} trials; P(X ≤ {k} | {n}, 0.90) < 0.05."
+                ),
+            ),
+            _ if reg.max_batches == 0 => GateResult::new(
+                "construct",
+                GateStatus::Refused,
+                "EXTEND_EXHAUSTED",
+                "unresolved_no_extension_registered",
+                format!("{k} of {n} resolves neither way and the pre-registration bought no extension batch."),
+            ),
+            _ if used as u32 >= reg.max_batches => GateResult::new(
+                "construct",
+                GateStatus::Refused,
+                "GATE_FAILED",
+                "unresolved_after_last_extension",
+                format!("{k} of {n} still resolves neither way after the last registered extension batch, which resolves to FAIL."),
+            ),
+            _ => GateResult::new(
+                "construct",
+                GateStatus::Refused,
+                "GATE_FAILED",
+                "registered_extension_not_run",
+                format!("{k} of {n} resolves neither way and the next registered extension batch is not in the record; the run is incomplete."),
+            ),
+        }
+    };
+    g = g
+        .count("successes", k as i64)
+        .count("trials", n as i64)
+        .count("errors", errors as i64)
+        .count("error_share", error_share)
+        .count("batches_used", used as i64)
+        .count("max_batches", i64::from(reg.max_batches))
+        .count("ledger", Value::from(ledger));
+    if let Some(v) = last {
+        g = g
+            .count("power", v.power)
+            .count("wilson_lo", v.wilson_lo.map_or(Value::Null, Value::from));
+    }
+    g.threshold = Some(CONSTRUCT_THETA);
+    g.alpha = Some(ALPHA);
+    g.p_value = p_value;
+    g.server = Some(server.to_string());
+    g.attempt_ids = attempt_ids;
+    g
+}
+
+/// Full coverage (§8.5): the server appears on the agent's board only if every core task completed its
+/// attempt rule. `incomplete`: tasks whose rule is not complete.
+pub fn coverage_gate(
+    agent: &str,
+    server: &str,
+    core_tasks: usize,
+    incomplete: &[String],
+    attempt_ids: Vec<String>,
+) -> GateResult {
+    let mut g = if incomplete.is_empty() {
+        GateResult::new(
+            "coverage",
+            GateStatus::Passed,
+            "PROCEED",
+            "attempt_rule_complete",
+            format!("Every one of {core_tasks} core tasks completed its attempt rule."),
+        )
+    } else {
+        GateResult::new(
+            "coverage",
+            GateStatus::Refused,
+            "INCOMPLETE_COVERAGE",
+            "attempt_rule_incomplete",
+            format!(
+                "{} of {core_tasks} core tasks did not complete the attempt rule ({}); the server is not on this agent's board.",
+                incomplete.len(),
+                incomplete.join(", ")
+            ),
+        )
+    };
+    g = g
+        .count("core_tasks", core_tasks as i64)
+        .count("incomplete", Value::from(incomplete.to_vec()));
+    g.agent = Some(agent.to_string());
+    g.server = Some(server.to_string());
+    g.attempt_ids = attempt_ids;
+    g
+}
+
+/// A category-wide refusal because the whole sweep is void (another category's smoke gate failed).
+pub fn sweep_void(from_category: &str) -> GateResult {
+    GateResult::new(
+        "smoke",
+        GateStatus::Refused,
+        "SWEEP_VOID",
+        "smoke_failed_elsewhere",
+        format!("The smoke gate of category {from_category} failed, which voids the whole sweep."),
+    )
+}

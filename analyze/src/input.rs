@@ -1,0 +1,166 @@
+//! The analysis's own input model. Every loader (sealed bundles, plain attempts tables) converts into
+//! [`Input`]; every statistic and gate reads only this. Pure data, no IO.
+
+use agentrank_schema::OutcomeClass;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Whether a task is ranked (core) or shown separately (extended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskClass {
+    Core,
+    Extended,
+}
+
+impl TaskClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskClass::Core => "core",
+            TaskClass::Extended => "extended",
+        }
+    }
+}
+
+/// The three null models of the null-baseline gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NullModel {
+    NoTools,
+    StubbedEmpty,
+    RandomArgs,
+}
+
+impl NullModel {
+    pub const ALL: [NullModel; 3] = [
+        NullModel::NoTools,
+        NullModel::StubbedEmpty,
+        NullModel::RandomArgs,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NullModel::NoTools => "no-tools",
+            NullModel::StubbedEmpty => "stubbed-empty",
+            NullModel::RandomArgs => "random-args",
+        }
+    }
+    /// Parse `no-tools`, `stubbed-empty`, `random-args` (also with a `null-` or `null:` prefix, and the
+    /// spelled-out `random-valid-arguments`).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        let s = s
+            .strip_prefix("null-")
+            .or_else(|| s.strip_prefix("null:"))
+            .unwrap_or(s);
+        match s {
+            "no-tools" | "notools" | "no_tools" => Some(NullModel::NoTools),
+            "stubbed-empty" | "stubbed_empty" | "stub-empty" => Some(NullModel::StubbedEmpty),
+            "random-args" | "random_args" | "random-valid-arguments" => Some(NullModel::RandomArgs),
+            _ => None,
+        }
+    }
+}
+
+/// What an attempt was run for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// A scored attempt: a real agent against a real server.
+    Scored,
+    /// The no-server control (§8.8): no server attached, content verifiers only.
+    NoServerControl,
+    /// A null-baseline run (Fitness Report) for the attempt's agent (or every agent when the agent column
+    /// names the null model itself).
+    Null(NullModel),
+    /// The reference (answer-key) agent: construct gate on the reference server, reachability elsewhere.
+    Reference,
+}
+
+/// One attempt, in the form every statistic reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attempt {
+    pub attempt_id: String,
+    pub category: String,
+    pub server: String,
+    pub agent: String,
+    pub task: String,
+    pub class: TaskClass,
+    pub capability: Option<String>,
+    /// Position of the attempt within its (server, agent, task) cell, 0-based.
+    pub attempt_index: u32,
+    /// 0 for the original, 1..=3 for re-runs of an excluded attempt in the same slot.
+    pub rerun_index: u32,
+    pub outcome: OutcomeClass,
+    pub role: Role,
+    /// Construct-gate extension batch (0 = the registered sample).
+    pub batch: u32,
+    /// Calls made to the server, when known (efficiency).
+    pub tool_calls: Option<u32>,
+    /// The task's step budget, when known (efficiency).
+    pub step_budget: Option<u32>,
+    /// Measured cost in US dollars, when the record supports one.
+    pub cost_usd: Option<f64>,
+    /// Why the recorded cost is incomplete (empty = complete).
+    pub cost_floor_reasons: Vec<String>,
+}
+
+/// One server tool call (from the tool-call table).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub attempt_id: String,
+    pub tool_name: String,
+    /// Whether the server listed this tool name (false = hallucinated).
+    pub tool_listed: bool,
+    pub latency_ms: Option<f64>,
+    pub is_error: bool,
+}
+
+/// Structural facts only a bundle carries; `None` = not known for this input.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Structural {
+    /// The lock manifest names every package, image and model id.
+    pub lock_complete: Option<bool>,
+    /// Problems the lock check found (empty when complete).
+    pub lock_problems: Vec<String>,
+    /// Tasks failing task-lint (answer in prompt), per category.
+    pub lint_failures: BTreeMap<String, BTreeSet<String>>,
+    /// Whether task-lint ran for this input.
+    pub lint_checked: bool,
+}
+
+/// Everything one analysis input provides.
+#[derive(Clone, Debug, Default)]
+pub struct Input {
+    /// A label for the input: the bundle id, or the table's file name.
+    pub label: String,
+    /// `bundle` or `attempts-table`.
+    pub kind: String,
+    pub attempts: Vec<Attempt>,
+    pub tool_calls: Vec<ToolCall>,
+    /// Advertised capabilities per (category, server), from the roster's capability map.
+    pub advertised: BTreeMap<(String, String), BTreeSet<String>>,
+    /// Core capabilities per category (from the task catalog, or the core rows' capability column).
+    pub core_capabilities: BTreeMap<String, BTreeSet<String>>,
+    /// The reference server per category.
+    pub reference_servers: BTreeMap<String, String>,
+    /// Smoke task ids per category.
+    pub smoke_tasks: BTreeMap<String, BTreeSet<String>>,
+    /// Agents whose boards are low-sample (attempt quota rather than the adaptive rule; minimum 1).
+    pub low_sample_agents: BTreeSet<String>,
+    /// Tool-definition tokens per (category, agent, server).
+    pub tool_definition_tokens: BTreeMap<(String, String, String), i64>,
+    /// Safety posture per (category, agent, server): probe id → respects / doesn't / n/a.
+    pub safety: BTreeMap<(String, String, String), BTreeMap<String, String>>,
+    pub structural: Structural,
+    /// Whether the gates that need controls are mandatory (bundles) or run only when their data is
+    /// present (plain tables a reader filtered).
+    pub strict_gates: bool,
+}
+
+/// Smoke tasks named by the task specification (§5), by category.
+pub fn default_smoke_tasks() -> BTreeMap<String, BTreeSet<String>> {
+    [
+        ("databases", "db-count"),
+        ("web-fetch", "wf-html-code"),
+        ("browser", "br-heading"),
+    ]
+    .into_iter()
+    .map(|(c, t)| (c.to_string(), BTreeSet::from([t.to_string()])))
+    .collect()
+}

@@ -1,0 +1,361 @@
+//! Loading inputs (an IO edge): plain attempts tables (CSV or Parquet) and sealed bundles, converted into
+//! [`Input`]. Also the optional side tables a reader can pass with a plain table: a capability map and a
+//! tool-call table.
+//!
+//! Plain attempts tables need the columns `category, server, agent, task, attempt, outcome` (the bundle
+//! spellings `server_id, agent_id, task_id, attempt_id` are accepted too) and may carry `class`,
+//! `capability`, `attempt_index`, `rerun_index`, `role`, `batch`, `tool_calls`, `step_budget`,
+//! `cost_usd`. Without `attempt_index`, rows are taken in file order within each cell.
+
+use crate::input::{Attempt, Input, NullModel, Role, TaskClass, ToolCall, default_smoke_tasks};
+use agentrank_schema::OutcomeClass;
+use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::Path;
+
+/// A problem with an input file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a readable CSV file: {source}")]
+    Csv { path: String, source: csv::Error },
+    #[error("{path}: not a readable Parquet file: {message}")]
+    Parquet { path: String, message: String },
+    #[error("{path}: missing required column `{column}` (accepted spellings: {accepted})")]
+    MissingColumn {
+        path: String,
+        column: String,
+        accepted: String,
+    },
+    #[error("{path}, row {row}: column `{column}`: {message}")]
+    BadValue {
+        path: String,
+        row: usize,
+        column: String,
+        message: String,
+    },
+    #[error("{path}: unsupported input (expected a bundle directory, .csv or .parquet)")]
+    Unsupported { path: String },
+}
+
+/// A table as named string columns (nulls as `None`), whatever its source format.
+#[derive(Debug, Default)]
+pub struct StringTable {
+    pub path: String,
+    pub columns: BTreeMap<String, Vec<Option<String>>>,
+    pub rows: usize,
+}
+
+impl StringTable {
+    fn find(&self, names: &[&str]) -> Option<&Vec<Option<String>>> {
+        names.iter().find_map(|n| self.columns.get(*n))
+    }
+    fn required(&self, names: &[&str]) -> Result<&Vec<Option<String>>, LoadError> {
+        self.find(names).ok_or_else(|| LoadError::MissingColumn {
+            path: self.path.clone(),
+            column: names[0].to_string(),
+            accepted: names.join(", "),
+        })
+    }
+    fn bad(&self, row: usize, column: &str, message: impl Into<String>) -> LoadError {
+        LoadError::BadValue {
+            path: self.path.clone(),
+            row: row + 1,
+            column: column.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Read a CSV file with a header row.
+pub fn read_csv(path: &Path) -> Result<StringTable, LoadError> {
+    let p = path.display().to_string();
+    let mut rdr = csv::Reader::from_path(path).map_err(|source| LoadError::Csv {
+        path: p.clone(),
+        source,
+    })?;
+    let headers: Vec<String> = rdr
+        .headers()
+        .map_err(|source| LoadError::Csv {
+            path: p.clone(),
+            source,
+        })?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let mut cols: Vec<Vec<Option<String>>> = vec![Vec::new(); headers.len()];
+    let mut rows = 0;
+    for rec in rdr.records() {
+        let rec = rec.map_err(|source| LoadError::Csv {
+            path: p.clone(),
+            source,
+        })?;
+        for (i, col) in cols.iter_mut().enumerate() {
+            let v = rec.get(i).map(str::trim).filter(|s| !s.is_empty());
+            col.push(v.map(str::to_string));
+        }
+        rows += 1;
+    }
+    Ok(StringTable {
+        path: p,
+        columns: headers.into_iter().zip(cols).collect(),
+        rows,
+    })
+}
+
+/// Read a Parquet file, every column cast to strings.
+pub fn read_parquet(path: &Path) -> Result<StringTable, LoadError> {
+    let p = path.display().to_string();
+    let perr = |message: String| LoadError::Parquet {
+        path: p.clone(),
+        message,
+    };
+    let file = File::open(path).map_err(|source| LoadError::Io {
+        path: p.clone(),
+        source,
+    })?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| perr(e.to_string()))?
+        .build()
+        .map_err(|e| perr(e.to_string()))?;
+    let mut table = StringTable {
+        path: p.clone(),
+        ..StringTable::default()
+    };
+    for batch in reader {
+        let batch: RecordBatch = batch.map_err(|e| perr(e.to_string()))?;
+        for (i, field) in batch.schema().fields().iter().enumerate() {
+            let col = batch.column(i);
+            let as_str = arrow_cast::cast(col, &DataType::Utf8).map_err(|e| {
+                perr(format!("column `{}` cannot be read as text: {e}", field.name()))
+            })?;
+            let s = as_str
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(|| perr(format!("column `{}` did not cast to Utf8", field.name())))?;
+            let out = table.columns.entry(field.name().clone()).or_default();
+            for r in 0..s.len() {
+                out.push(if s.is_null(r) {
+                    None
+                } else {
+                    Some(s.value(r).to_string())
+                });
+            }
+        }
+        table.rows += batch.num_rows();
+    }
+    Ok(table)
+}
+
+/// Read a table by extension.
+pub fn read_table(path: &Path) -> Result<StringTable, LoadError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("csv") => read_csv(path),
+        Some("parquet") => read_parquet(path),
+        _ => Err(LoadError::Unsupported {
+            path: path.display().to_string(),
+        }),
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "t" => Some(true),
+        "false" | "0" | "no" | "f" => Some(false),
+        _ => None,
+    }
+}
+
+/// The role of a plain-table row: an explicit `role` column wins; otherwise a server named `none`,
+/// `no-server` or empty is the no-server control, an agent named `reference` is the reference agent, and an
+/// agent named after a null model (`null-no-tools`, …) is that null model.
+pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role, String> {
+    if let Some(r) = role.map(str::trim).filter(|r| !r.is_empty()) {
+        return match r {
+            "scored" => Ok(Role::Scored),
+            "control" | "no-server" | "no_server_control" => Ok(Role::NoServerControl),
+            "reference" => Ok(Role::Reference),
+            other => NullModel::parse(other).map(Role::Null).ok_or_else(|| {
+                format!("unknown role {other:?}; expected scored, control, reference or null-<model>")
+            }),
+        };
+    }
+    if server.is_empty() || server == "none" || server == "no-server" {
+        Ok(Role::NoServerControl)
+    } else if agent == "reference" {
+        Ok(Role::Reference)
+    } else if agent.starts_with("null") {
+        NullModel::parse(agent)
+            .map(Role::Null)
+            .ok_or_else(|| format!("agent {agent:?} looks like a null model but is not one"))
+    } else {
+        Ok(Role::Scored)
+    }
+}
+
+/// Convert a plain attempts table into an [`Input`].
+pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
+    let category = t.required(&["category"])?;
+    let server = t.required(&["server", "server_id"])?;
+    let agent = t.required(&["agent", "agent_id"])?;
+    let task = t.required(&["task", "task_id"])?;
+    let attempt = t.required(&["attempt", "attempt_id"])?;
+    let outcome = t.required(&["outcome"])?;
+    let class = t.find(&["class"]);
+    let capability = t.find(&["capability"]);
+    let attempt_index = t.find(&["attempt_index"]);
+    let rerun_index = t.find(&["rerun_index"]);
+    let role = t.find(&["role"]);
+    let batch = t.find(&["batch"]);
+    let tool_calls = t.find(&["tool_calls"]);
+    let step_budget = t.find(&["step_budget"]);
+    let cost = t.find(&["cost_usd"]);
+    fn get(c: Option<&Vec<Option<String>>>, r: usize) -> Option<&str> {
+        c.and_then(|c| c[r].as_deref())
+    }
+    let req = |c: &Vec<Option<String>>, r: usize, name: &str| -> Result<String, LoadError> {
+        c[r].clone().ok_or_else(|| t.bad(r, name, "empty value"))
+    };
+    let num = |c: Option<&Vec<Option<String>>>, r: usize, name: &str| -> Result<Option<u32>, LoadError> {
+        get(c, r)
+            .map(|s| {
+                s.parse::<u32>()
+                    .map_err(|e| t.bad(r, name, format!("{s:?} is not a non-negative integer: {e}")))
+            })
+            .transpose()
+    };
+    let mut next_index: BTreeMap<(String, String, String, String), u32> = BTreeMap::new();
+    let mut attempts = Vec::with_capacity(t.rows);
+    for r in 0..t.rows {
+        let cat = req(category, r, "category")?;
+        let srv = server[r].clone().unwrap_or_default();
+        let ag = req(agent, r, "agent")?;
+        let tk = req(task, r, "task")?;
+        let out_s = req(outcome, r, "outcome")?;
+        let out: OutcomeClass = out_s
+            .parse()
+            .map_err(|e: agentrank_schema::outcome::UnknownOutcome| t.bad(r, "outcome", e.to_string()))?;
+        let cls = match get(class, r) {
+            None | Some("core") => TaskClass::Core,
+            Some("extended") => TaskClass::Extended,
+            Some(other) => {
+                return Err(t.bad(r, "class", format!("{other:?} is neither core nor extended")));
+            }
+        };
+        let idx = match num(attempt_index, r, "attempt_index")? {
+            Some(i) => i,
+            None => {
+                let e = next_index
+                    .entry((cat.clone(), srv.clone(), ag.clone(), tk.clone()))
+                    .or_insert(0);
+                *e += 1;
+                *e - 1
+            }
+        };
+        let role = infer_role(get(role, r), &ag, &srv).map_err(|m| t.bad(r, "role", m))?;
+        let cost_usd = get(cost, r)
+            .map(|s| s.parse::<f64>().map_err(|e| t.bad(r, "cost_usd", e.to_string())))
+            .transpose()?;
+        attempts.push(Attempt {
+            attempt_id: req(attempt, r, "attempt")?,
+            category: cat,
+            server: srv,
+            agent: ag,
+            task: tk,
+            class: cls,
+            capability: get(capability, r).map(str::to_string),
+            attempt_index: idx,
+            rerun_index: num(rerun_index, r, "rerun_index")?.unwrap_or(0),
+            outcome: out,
+            role,
+            batch: num(batch, r, "batch")?.unwrap_or(0),
+            tool_calls: num(tool_calls, r, "tool_calls")?,
+            step_budget: num(step_budget, r, "step_budget")?,
+            cost_usd,
+            cost_floor_reasons: Vec::new(),
+        });
+    }
+    let mut input = Input {
+        label: Path::new(&t.path)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| t.path.clone()),
+        kind: "attempts-table".into(),
+        attempts,
+        smoke_tasks: default_smoke_tasks(),
+        strict_gates: false,
+        ..Input::default()
+    };
+    input.low_sample_agents = input
+        .attempts
+        .iter()
+        .filter(|a| a.agent == "codex")
+        .map(|a| a.agent.clone())
+        .collect();
+    Ok(input)
+}
+
+/// Read a capability map table (`category, server, capability`, one advertised capability per row) into
+/// the input's advertised map.
+pub fn capability_map(t: &StringTable) -> Result<BTreeMap<(String, String), BTreeSet<String>>, LoadError> {
+    let category = t.required(&["category"])?;
+    let server = t.required(&["server", "server_id"])?;
+    let capability = t.required(&["capability"])?;
+    let mut m: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for r in 0..t.rows {
+        let (Some(c), Some(s)) = (&category[r], &server[r]) else {
+            return Err(t.bad(r, "category/server", "empty value"));
+        };
+        let e = m.entry((c.clone(), s.clone())).or_default();
+        if let Some(cap) = &capability[r] {
+            e.insert(cap.clone());
+        }
+    }
+    Ok(m)
+}
+
+/// Read a tool-call table (`attempt` or `attempt_id`, `tool_name`, optional `tool_listed`, `latency_ms`,
+/// `is_error`).
+pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
+    let attempt = t.required(&["attempt_id", "attempt"])?;
+    let name = t.required(&["tool_name", "tool"])?;
+    let listed = t.find(&["tool_listed"]);
+    let latency = t.find(&["latency_ms"]);
+    let is_error = t.find(&["is_error"]);
+    let mut out = Vec::with_capacity(t.rows);
+    for r in 0..t.rows {
+        fn cell(c: Option<&Vec<Option<String>>>, r: usize) -> Option<&str> {
+            c.and_then(|c| c[r].as_deref())
+        }
+        let b = |c: Option<&Vec<Option<String>>>, col: &str, default: bool| -> Result<bool, LoadError> {
+            match cell(c, r) {
+                None => Ok(default),
+                Some(s) => parse_bool(s).ok_or_else(|| t.bad(r, col, format!("{s:?} is not a boolean"))),
+            }
+        };
+        out.push(ToolCall {
+            attempt_id: attempt[r].clone().ok_or_else(|| t.bad(r, "attempt_id", "empty value"))?,
+            tool_name: name[r].clone().unwrap_or_default(),
+            tool_listed: b(listed, "tool_listed", true)?,
+            latency_ms: cell(latency, r)
+                .map(|s| s.parse::<f64>().map_err(|e| t.bad(r, "latency_ms", e.to_string())))
+                .transpose()?,
+            is_error: b(is_error, "is_error", false)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Load one positional input: a bundle directory, or an attempts table.
+pub fn load_input(path: &Path) -> Result<Input, LoadError> {
+    if path.is_dir() {
+        return crate::load_bundle::load_bundle(path);
+    }
+    attempts_from_table(&read_table(path)?)
+}

@@ -1,0 +1,78 @@
+//! Percentiles with linear interpolation, bit-for-bit the arithmetic of numpy's default
+//! (`method="linear"`, Hyndman & Fan type 7).
+
+/// The `q`-quantile (`q` in `[0, 1]`) of `sorted`, which must be sorted ascending and hold no NaN.
+/// Returns `None` for an empty slice.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    // numpy: virtual index = n*q + (alpha + q*(1 - alpha - beta)) - 1 with alpha = beta = 1.
+    let virtual_index = (n as f64) * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0;
+    let last = (n - 1) as f64;
+    let clamped = virtual_index.clamp(0.0, last);
+    let lo = clamped.floor();
+    let gamma = clamped - lo;
+    let lo_i = lo as usize;
+    let hi_i = (lo_i + 1).min(n - 1);
+    let (a, b) = (sorted[lo_i], sorted[hi_i]);
+    let diff = b - a;
+    // numpy's _lerp: a + diff*t, but computed from the upper end when t >= 0.5.
+    Some(if gamma >= 0.5 {
+        b - diff * (1.0 - gamma)
+    } else {
+        a + diff * gamma
+    })
+}
+
+/// Percentile `p` (in `[0, 100]`) of an unsorted sample; sorts a copy.
+pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    quantile_sorted(&v, p / 100.0)
+}
+
+/// The 2.5th and 97.5th percentiles of a sample (sorts in place).
+pub fn interval95(values: &mut [f64]) -> Option<(f64, f64)> {
+    values.sort_by(f64::total_cmp);
+    Some((
+        quantile_sorted(values, 0.025)?,
+        quantile_sorted(values, 0.975)?,
+    ))
+}
+
+/// Median and 95th percentile (both linear), used for latency.
+pub fn median_p95(values: &[f64]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    Some((quantile_sorted(&v, 0.5)?, quantile_sorted(&v, 0.95)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_computed_linear_percentiles() {
+        // [1,2,3,4]: virtual index of q=0.25 is 0.75 → 1 + 0.75 = 1.75 (numpy gives 1.75).
+        assert_eq!(percentile(&[4.0, 1.0, 3.0, 2.0], 25.0), Some(1.75));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.0), Some(1.0));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 100.0), Some(4.0));
+        // 0..=9: q=0.975 → index 8.775 → 8.775.
+        let v: Vec<f64> = (0..10).map(f64::from).collect();
+        let p = percentile(&v, 97.5).expect("nonempty");
+        assert!((p - 8.775).abs() < 1e-12);
+        // q=0.025 → index 0.225.
+        assert!((percentile(&v, 2.5).expect("nonempty") - 0.225).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[7.0], 97.5), Some(7.0));
+    }
+
+    #[test]
+    fn interval_of_constant_sample_is_the_constant() {
+        let mut v = vec![0.5; 100];
+        assert_eq!(interval95(&mut v), Some((0.5, 0.5)));
+    }
+}

@@ -1,0 +1,84 @@
+//! Spearman rank correlation: Pearson correlation of average ranks (ties share the mean of the ranks they
+//! span). Undefined (None) when either vector is constant or shorter than two.
+
+/// Average ranks (1-based) of `values`; ties receive the mean of the positions they occupy.
+pub fn average_ranks(values: &[f64]) -> Vec<f64> {
+    let n = values.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
+    let mut ranks = vec![0.0; n];
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && values[order[j + 1]] == values[order[i]] {
+            j += 1;
+        }
+        // Positions i..=j (0-based) share rank mean((i+1)..=(j+1)).
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        for &idx in &order[i..=j] {
+            ranks[idx] = r;
+        }
+        i = j + 1;
+    }
+    ranks
+}
+
+/// Pearson correlation; `None` if fewer than two points or either side has zero variance.
+pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len();
+    if n < 2 || y.len() != n {
+        return None;
+    }
+    let mx = x.iter().sum::<f64>() / n as f64;
+    let my = y.iter().sum::<f64>() / n as f64;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        let (dx, dy) = (a - mx, b - my);
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    if sxx <= 0.0 || syy <= 0.0 {
+        return None;
+    }
+    Some((sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0))
+}
+
+/// Spearman's ρ with average ranks for ties; `None` for a constant vector.
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() != y.len() {
+        return None;
+    }
+    pearson(&average_ranks(x), &average_ranks(y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn average_ranks_with_ties() {
+        assert_eq!(
+            average_ranks(&[10.0, 20.0, 20.0, 5.0]),
+            vec![2.0, 3.5, 3.5, 1.0]
+        );
+        assert_eq!(average_ranks(&[1.0, 1.0, 1.0]), vec![2.0, 2.0, 2.0]);
+    }
+
+    #[test]
+    fn hand_computed_spearman() {
+        // Perfect monotone agreement and disagreement.
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), Some(1.0));
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
+        // Without ties: 1 - 6Σd²/(n(n²-1)); x ranks 1..5, y ranks [2,1,4,3,5]: Σd² = 4 → 1 - 24/120 = 0.8.
+        let r = spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 1.0, 4.0, 3.0, 5.0]).expect("defined");
+        assert!((r - 0.8).abs() < 1e-12);
+        // With ties: x = [1,2,2,3] → ranks [1,2.5,2.5,4]; y = [1,2,3,4].
+        // Pearson of [1,2.5,2.5,4] and [1,2,3,4]: sxy = 4.5, sxx = 4.5, syy = 5 → 4.5/sqrt(22.5) = 0.948683...
+        let r = spearman(&[1.0, 2.0, 2.0, 3.0], &[1.0, 2.0, 3.0, 4.0]).expect("defined");
+        assert!((r - 4.5 / 22.5f64.sqrt()).abs() < 1e-12);
+        // Constant vectors are undefined.
+        assert_eq!(spearman(&[0.5, 0.5, 0.5], &[1.0, 2.0, 3.0]), None);
+        assert_eq!(spearman(&[1.0], &[1.0]), None);
+    }
+}
