@@ -1,0 +1,174 @@
+//! Real PostgreSQL and MariaDB sidecars: start from the system binaries, per-attempt databases and
+//! roles that cannot reach each other, clean stop, nothing left running.
+
+use std::process::Command;
+use std::time::Duration;
+
+use agentrank_runner::sidecar::{DatabaseAccess, Engine, POSTGRES_BIN_DIR, Sidecar, SidecarConfig};
+
+/// Runs `sql` as the attempt's own login (not the superuser) over TCP, like a server under test would.
+fn run_as_attempt(access: &DatabaseAccess, database: &str, sql: &str) -> Result<String, String> {
+    let out = match access.engine {
+        Engine::Postgres => Command::new(format!("{POSTGRES_BIN_DIR}/psql"))
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                &access.host,
+            ])
+            .args([
+                "-p",
+                &access.port.to_string(),
+                "-U",
+                &access.user,
+                "-d",
+                database,
+                "-c",
+                sql,
+            ])
+            .env("PGPASSWORD", &access.password)
+            .output(),
+        Engine::MariaDb => Command::new("mariadb")
+            .args(["--no-defaults", "--protocol=TCP", "-h", &access.host])
+            .args([
+                "-P",
+                &access.port.to_string(),
+                "-u",
+                &access.user,
+                "--batch",
+                "--skip-column-names",
+            ])
+            .arg(format!("--database={database}"))
+            .args(["-e", sql])
+            .env("MYSQL_PWD", &access.password)
+            .output(),
+    }
+    .expect("client runs");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn exercise(engine: Engine) {
+    let sidecar = Sidecar::start(&SidecarConfig::new(engine)).expect("sidecar starts");
+    let pid = sidecar.pid().expect("running");
+    assert!(pid_alive(pid));
+
+    let a = sidecar
+        .create_database("attempt_a", "user_a", "passwordA1", None)
+        .expect("create a");
+    let b = sidecar
+        .create_database("attempt_b", "user_b", "passwordB2", None)
+        .expect("create b");
+
+    // Each attempt's login can write and read its own database.
+    run_as_attempt(
+        &a,
+        "attempt_a",
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'ä')",
+    )
+    .expect("own db writable");
+    let got =
+        run_as_attempt(&a, "attempt_a", "SELECT v FROM t WHERE id = 1").expect("own db readable");
+    assert_eq!(got.trim(), "ä");
+
+    // ...but not the other attempt's database, nor as the superuser without its password.
+    let cross = run_as_attempt(&a, "attempt_b", "SELECT 1");
+    assert!(cross.is_err(), "user_a reached attempt_b: {cross:?}");
+    let maint = match engine {
+        Engine::Postgres => "postgres",
+        Engine::MariaDb => "mysql",
+    };
+    assert!(
+        run_as_attempt(&a, maint, "SELECT 1").is_err(),
+        "user_a reached the maintenance db"
+    );
+    let mut su = a.clone();
+    su.user = engine.superuser().to_owned();
+    su.password = "guessword1".into();
+    assert!(
+        run_as_attempt(&su, maint, "SELECT 1").is_err(),
+        "superuser reachable without its password"
+    );
+    run_as_attempt(&b, "attempt_b", "SELECT 1").expect("user_b reaches its own db");
+
+    // The superuser sees the data through the admin client.
+    assert_eq!(
+        sidecar
+            .run_sql("attempt_a", "SELECT count(*) FROM t")
+            .expect("admin query")
+            .trim(),
+        "1"
+    );
+
+    // Dropping works even while the attempt still holds a session open.
+    sidecar
+        .drop_database("attempt_a", "user_a")
+        .expect("drop a");
+    assert!(
+        run_as_attempt(&a, "attempt_a", "SELECT 1").is_err(),
+        "dropped database still reachable"
+    );
+    sidecar
+        .drop_database("attempt_b", "user_b")
+        .expect("drop b");
+    // Dropping again is not an error (teardown is idempotent).
+    sidecar
+        .drop_database("attempt_b", "user_b")
+        .expect("drop b twice");
+
+    sidecar.stop(Duration::from_secs(20)).expect("clean stop");
+    assert!(!pid_alive(pid), "server process {pid} outlived stop");
+}
+
+#[test]
+fn postgres_sidecar_isolates_attempt_databases() {
+    exercise(Engine::Postgres);
+}
+
+#[test]
+fn mariadb_sidecar_isolates_attempt_databases() {
+    exercise(Engine::MariaDb);
+}
+
+#[test]
+fn postgres_template_copy_carries_the_dataset_to_the_attempt_owner() {
+    let sidecar = Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
+    sidecar
+        .run_sql("postgres", "CREATE DATABASE seed_tmpl")
+        .expect("template db");
+    sidecar
+        .run_sql("seed_tmpl", "CREATE TABLE inv_k3x9 (id SERIAL PRIMARY KEY, amount NUMERIC); INSERT INTO inv_k3x9 (amount) SELECT g * 1.5 FROM generate_series(1, 100) g; CREATE VIEW v_big AS SELECT * FROM inv_k3x9 WHERE amount > 100")
+        .expect("seed data");
+    let access = sidecar
+        .create_database("attempt_c", "user_c", "passwordC3", Some("seed_tmpl"))
+        .expect("copy");
+    let sum = run_as_attempt(&access, "attempt_c", "SELECT sum(amount) FROM inv_k3x9")
+        .expect("read copy");
+    assert_eq!(sum.trim(), "7575.0");
+    run_as_attempt(&access, "attempt_c", "DELETE FROM inv_k3x9 WHERE id > 50; INSERT INTO inv_k3x9 (amount) VALUES (1); DROP VIEW v_big").expect("owner may write");
+    let left = sidecar
+        .run_sql("seed_tmpl", "SELECT count(*) FROM inv_k3x9")
+        .expect("template intact");
+    assert_eq!(left.trim(), "100");
+}
+
+#[test]
+fn dropping_a_sidecar_kills_its_process_group() {
+    let sidecar = Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
+    let pid = sidecar.pid().expect("running");
+    let dir_marker = sidecar.socket_path();
+    drop(sidecar);
+    assert!(!pid_alive(pid), "postmaster {pid} survived drop");
+    assert!(!dir_marker.exists(), "data directory survived drop");
+}
