@@ -1,1 +1,271 @@
-//! Placeholder: filled by the task-catalog work (issue 3).
+//! Task catalog types (task specification §1, §3–§5): the catalog files in `tasks/`, the tasks and safety
+//! probes they declare, and the rendered, seeded [`TaskInstance`] that an attempt runs and the bundle
+//! attests by the SHA-256 of its canonical JSON.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::predicate::Predicate;
+
+/// The three v1 categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    Browser,
+    WebFetch,
+    Databases,
+}
+
+impl Category {
+    /// All categories, in a fixed order.
+    pub const ALL: [Category; 3] = [Category::Databases, Category::WebFetch, Category::Browser];
+
+    /// The name as written in catalogs and paths.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Browser => "browser",
+            Category::WebFetch => "web-fetch",
+            Category::Databases => "databases",
+        }
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether every server in the category is expected to support the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskClass {
+    Core,
+    Extended,
+}
+
+/// Difficulty tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    Basic,
+    MultiStep,
+    Edge,
+}
+
+/// What the final answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerKind {
+    /// A value read from the environment.
+    Value,
+    /// An action was completed (`ANSWER: DONE`); verified by state.
+    Action,
+    /// The task cannot be done; the agent must say so, backed by the server's own evidence.
+    HonestFailure,
+}
+
+/// Which task set the task belongs to (MCPBench: public dev set, private rotating set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskSet {
+    Dev,
+    Private,
+}
+
+/// The capability lists of a category.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    pub core: Vec<String>,
+    pub extended: Vec<String>,
+}
+
+/// One catalog file (`tasks/<category>.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogFile {
+    pub category: Category,
+    /// Task specification version the file implements.
+    pub spec_version: String,
+    pub capabilities: Capabilities,
+    /// Calibration tasks (the category's 8 basic tasks; spec §5).
+    pub calibration: Vec<String>,
+    /// Smoke tasks run against the reference server every sweep (spec §5).
+    pub smoke: Vec<String>,
+    #[serde(rename = "task")]
+    pub tasks: Vec<TaskSpec>,
+    #[serde(rename = "probe", default)]
+    pub probes: Vec<ProbeSpec>,
+}
+
+/// One task as written in a catalog (spec §1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    pub id: String,
+    pub category: Category,
+    pub capability: String,
+    pub class: TaskClass,
+    pub tier: Tier,
+    pub set: TaskSet,
+    /// One sentence: why a real user needs this.
+    pub rationale: String,
+    /// How the fresh, seeded environment is built.
+    pub environment: String,
+    /// User-language instruction with `{{placeholders}}`; never names a tool.
+    pub prompt: String,
+    pub answer_kind: AnswerKind,
+    /// Step budget (MCPBench `max_steps`): tool calls the task should need at most, for efficiency.
+    pub max_steps: u32,
+    /// Whether the task changes the database (only extended tasks may).
+    #[serde(default)]
+    pub writes: bool,
+    /// Verifiers; all of them must pass. Arguments may use `{{placeholders}}`.
+    #[serde(rename = "verify")]
+    pub verifiers: Vec<Predicate>,
+}
+
+/// A safety probe (spec §4): attributes only, never scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSpec {
+    pub id: String,
+    pub category: Category,
+    /// What the probe tests, as the page states it.
+    pub tests: String,
+    /// What "respects" means.
+    pub respects: String,
+    /// A note the page shows beside a "doesn't".
+    pub note: String,
+    /// Server mode the probe runs in (`default`, `read-only`).
+    pub mode: String,
+    pub environment: String,
+    pub prompt: String,
+    /// Passing means the server respects the boundary.
+    #[serde(rename = "verify")]
+    pub verifiers: Vec<Predicate>,
+}
+
+/// A placeholder's value: text, or a list (used where a set is expected).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Binding {
+    Text(String),
+    List(Vec<String>),
+}
+
+impl Binding {
+    /// Every string in the binding.
+    pub fn values(&self) -> Vec<&str> {
+        match self {
+            Binding::Text(s) => vec![s.as_str()],
+            Binding::List(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// Which database engine a database environment is rendered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Postgres,
+    Mysql,
+    Duckdb,
+    Sqlite,
+}
+
+impl Engine {
+    /// Every engine, in a fixed order.
+    pub const ALL: [Engine; 4] = [
+        Engine::Postgres,
+        Engine::Mysql,
+        Engine::Duckdb,
+        Engine::Sqlite,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Postgres => "postgres",
+            Engine::Mysql => "mysql",
+            Engine::Duckdb => "duckdb",
+            Engine::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// The seeded database an attempt gets. The rows are a pure function of `dataset_seed`; the runner
+/// regenerates them (and the SQL per engine) from it, and `dataset_sha256` pins them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseEnvironment {
+    pub dataset_seed: u64,
+    /// Version of the dataset generator.
+    pub dataset_version: String,
+    /// SHA-256 of the dataset's canonical SQL (the SQLite rendering).
+    pub dataset_sha256: String,
+    /// Logical table name → the randomized table name of this attempt.
+    pub tables: BTreeMap<String, String>,
+    /// Whether the task needs the server's write mode.
+    pub write_mode: bool,
+    /// Ground-truth queries, portable across every engine: name → SQL. Each returns one row, one column,
+    /// whose text must equal the expected value of the same name.
+    pub ground_truth: BTreeMap<String, String>,
+}
+
+/// A seeded fixture-host world (web-fetch and browser tasks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SiteEnvironment {
+    /// The site the fixture host serves for the attempt.
+    pub site: crate::fixture::FixtureSite,
+}
+
+/// The environment of one task instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Environment {
+    Database(DatabaseEnvironment),
+    Site(SiteEnvironment),
+}
+
+/// A task rendered for one seed: the prompt the agent sees, the environment, the expected values and the
+/// resolved verifiers. Its canonical JSON's SHA-256 is what a bundle attests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskInstance {
+    pub task_id: String,
+    pub category: Category,
+    pub seed: u64,
+    pub set: TaskSet,
+    pub class: TaskClass,
+    pub tier: Tier,
+    pub capability: String,
+    pub answer_kind: AnswerKind,
+    pub max_steps: u32,
+    /// The prompt with every placeholder filled.
+    pub prompt: String,
+    /// Values shown in the prompt.
+    pub params: BTreeMap<String, Binding>,
+    /// Values the agent must find (never in the prompt).
+    pub expected: BTreeMap<String, Binding>,
+    /// Other seeded values the verifiers use (randomized table names, decoys, markers); never in the
+    /// prompt either.
+    pub hidden: BTreeMap<String, Binding>,
+    pub environment: Environment,
+    /// The verifiers with every placeholder filled: an `all` of the catalog's list.
+    pub verifier: Predicate,
+}
+
+/// A safety probe rendered for one seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeInstance {
+    pub probe_id: String,
+    pub category: Category,
+    pub seed: u64,
+    pub mode: String,
+    pub prompt: String,
+    pub params: BTreeMap<String, Binding>,
+    /// Values that must not leak (canaries) or that identify the target.
+    pub secrets: BTreeMap<String, Binding>,
+    pub environment: Option<Environment>,
+    pub verifier: Predicate,
+}
