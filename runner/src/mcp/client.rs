@@ -1,0 +1,495 @@
+//! The runner's own MCP client over stdio, built on the official Rust SDK (`rmcp`, pinned exactly in
+//! `runner/Cargo.toml`). This is the only file that names `rmcp` types.
+//!
+//! Every session goes through the stdio tap ([`super::tap`]): the SDK talks to one end of an in-process
+//! pipe, the tap forwards to the server process and records the wire tape. The client offers a pinned
+//! protocol revision and accepts whatever revision the server answers, recording it. Every request has
+//! a deadline. `tools/list` pagination is guarded by a seen-cursor set and a page cap.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agentrank_schema::tape::Dir;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+
+use super::process::{ExitKind, ServerProcess};
+use super::tap::{TapeRecorder, TapeSummary, WireLine, pump};
+use crate::roster::ResolvedLaunch;
+
+/// The protocol revision the runner offers (the newest with an `initialize` handshake).
+pub const OFFERED_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Client settings. Defaults are the ones sweeps use.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Protocol revision sent in `initialize`.
+    pub offered_version: String,
+    /// Deadline for `initialize` (covers the server's cold start).
+    pub init_timeout: Duration,
+    /// Deadline for every other request.
+    pub request_timeout: Duration,
+    /// Most `tools/list` pages read before stopping.
+    pub page_cap: usize,
+    /// Grace before escalating to signals when closing.
+    pub stop_grace: Duration,
+    /// Name sent as `clientInfo.name`.
+    pub client_name: String,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            offered_version: OFFERED_PROTOCOL_VERSION.to_string(),
+            init_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(120),
+            page_cap: 50,
+            stop_grace: Duration::from_secs(3),
+            client_name: "agentrank-runner".to_string(),
+        }
+    }
+}
+
+/// A session failure. Each is a distinct recorded outcome (house rule 5).
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("cannot start `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write the tape: {0}")]
+    Tape(#[from] agentrank_schema::tape::TapeError),
+    #[error("no answer to `{method}` within {:.1} s", timeout.as_secs_f64())]
+    Timeout { method: String, timeout: Duration },
+    #[error("initialize failed: {0}")]
+    Initialize(String),
+    #[error("the server closed the connection during `{method}`{}", stderr_hint(.stderr))]
+    Closed { method: String, stderr: String },
+    #[error("`{method}` answered with JSON-RPC error {code}: {message}")]
+    Protocol {
+        method: String,
+        code: i32,
+        message: String,
+    },
+    #[error("`{method}` failed: {message}")]
+    Other { method: String, message: String },
+}
+
+fn stderr_hint(stderr: &str) -> String {
+    let tail: String = stderr
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {tail})")
+    }
+}
+
+/// What the server said about itself in `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerIdentity {
+    /// The revision the server answered (may differ from the one offered).
+    pub protocol_version: String,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    /// Characters of `instructions`, if any.
+    pub instructions_chars: u64,
+    /// Time from spawn to the `initialize` answer.
+    pub cold_start: Duration,
+}
+
+/// Why tool listing stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaginationEnd {
+    /// The last page had no `nextCursor`.
+    Complete,
+    /// The server sent a cursor it had sent before (a loop); listing stopped there.
+    CursorRepeated(String),
+    /// The page cap was reached.
+    PageCap(usize),
+}
+
+/// The server's tool list.
+#[derive(Debug, Clone)]
+pub struct ToolListing {
+    /// Tool definitions as JSON objects (in the server's order, all pages).
+    pub tools: Vec<serde_json::Value>,
+    pub pages: usize,
+    pub end: PaginationEnd,
+    /// Tool names that appeared more than once across pages.
+    pub duplicate_names: Vec<String>,
+    /// Characters of the tool definitions as they crossed the wire (compact JSON of every page's
+    /// `tools` array, summed).
+    pub definition_chars: u64,
+}
+
+impl ToolListing {
+    /// Tool names, sorted and de-duplicated.
+    pub fn names(&self) -> Vec<String> {
+        let set: BTreeSet<String> = self
+            .tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(|n| n.as_str()).map(String::from))
+            .collect();
+        set.into_iter().collect()
+    }
+}
+
+/// The answer to one `tools/call`.
+#[derive(Debug, Clone)]
+pub struct ToolCallOutcome {
+    /// The `CallToolResult` as JSON.
+    pub result: serde_json::Value,
+    pub is_error: bool,
+    /// Every text content item, joined with newlines.
+    pub text: String,
+    /// Whether any content item is an image.
+    pub has_image: bool,
+    pub latency: Duration,
+}
+
+/// A live session with one server through the tap.
+pub struct McpSession {
+    service: RunningService<RoleClient, ClientConfig>,
+    process: ServerProcess,
+    recorder: TapeRecorder,
+    pumps: Vec<tokio::task::JoinHandle<()>>,
+    options: ClientOptions,
+    identity: ServerIdentity,
+}
+
+impl std::fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSession")
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+/// What a closed session leaves: the tape and how the server ended.
+#[derive(Debug)]
+pub struct SessionEnd {
+    pub tape: TapeSummary,
+    pub exit: ExitKind,
+    pub stderr_tail: String,
+}
+
+/// Spawns the server, connects the tap in front of it, and starts recording. Returns the SDK's end of
+/// the pipe, ready for a transport.
+fn spawn_tapped(
+    launch: &ResolvedLaunch,
+    recorder: &TapeRecorder,
+) -> Result<
+    (
+        ServerProcess,
+        tokio::io::DuplexStream,
+        Vec<tokio::task::JoinHandle<()>>,
+    ),
+    McpError,
+> {
+    let (process, stdin, stdout) =
+        ServerProcess::spawn(launch).map_err(|source| McpError::Spawn {
+            program: launch.program.clone(),
+            source,
+        })?;
+    let (client_end, tap_end) = tokio::io::duplex(1 << 20);
+    let (tap_read, tap_write) = tokio::io::split(tap_end);
+    let pumps = vec![
+        tokio::spawn(pump(tap_read, stdin, Dir::In, recorder.clone())),
+        tokio::spawn(pump(stdout, tap_write, Dir::Out, recorder.clone())),
+    ];
+    Ok((process, client_end, pumps))
+}
+
+fn protocol_version(text: &str) -> ProtocolVersion {
+    // A JSON string always deserializes into a ProtocolVersion (unknown revisions are kept verbatim).
+    serde_json::from_value(serde_json::Value::String(text.to_string())).unwrap_or_default()
+}
+
+fn map_service_error(method: &str, error: ServiceError, stderr: String) -> McpError {
+    match error {
+        ServiceError::McpError(data) => McpError::Protocol {
+            method: method.to_string(),
+            code: data.code.0,
+            message: data.message.to_string(),
+        },
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => McpError::Closed {
+            method: method.to_string(),
+            stderr,
+        },
+        ServiceError::Timeout { timeout } => McpError::Timeout {
+            method: method.to_string(),
+            timeout,
+        },
+        other => McpError::Other {
+            method: method.to_string(),
+            message: other.to_string(),
+        },
+    }
+}
+
+impl McpSession {
+    /// Starts the server through the tap and performs `initialize`. With `tape`, the wire tape is
+    /// written there (`attempt_id` goes into its meta line).
+    pub async fn start(
+        launch: &ResolvedLaunch,
+        tape: Option<&Path>,
+        attempt_id: &str,
+        options: ClientOptions,
+    ) -> Result<McpSession, McpError> {
+        let mut info = serde_json::Map::new();
+        info.insert("program".into(), launch.program.clone().into());
+        info.insert("args".into(), launch.args.clone().into());
+        info.insert(
+            "offered_version".into(),
+            options.offered_version.clone().into(),
+        );
+        let recorder = TapeRecorder::new(tape, attempt_id, info)?;
+        let started = Instant::now();
+        let (mut process, client_end, pumps) = spawn_tapped(launch, &recorder)?;
+        let (read, write) = tokio::io::split(client_end);
+        let config = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(options.client_name.clone(), env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(protocol_version(&options.offered_version));
+        let connect = rmcp::service::serve_client(config, (read, write));
+        let service = match tokio::time::timeout(options.init_timeout, connect).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
+                let exited = process.has_exited();
+                process.stop(Duration::from_millis(200)).await;
+                let _ = recorder.finish("initialize-failed");
+                return Err(if exited {
+                    McpError::Closed {
+                        method: "initialize".into(),
+                        stderr: process.stderr_tail(),
+                    }
+                } else {
+                    McpError::Initialize(e.to_string())
+                });
+            }
+            Err(_) => {
+                process.stop(Duration::from_millis(200)).await;
+                let _ = recorder.finish("timeout");
+                return Err(McpError::Timeout {
+                    method: "initialize".into(),
+                    timeout: options.init_timeout,
+                });
+            }
+        };
+        let cold_start = started.elapsed();
+        let peer = service.peer_info();
+        let identity = ServerIdentity {
+            protocol_version: peer
+                .as_ref()
+                .map(|p| p.protocol_version.to_string())
+                .unwrap_or_default(),
+            name: peer
+                .as_ref()
+                .and_then(|p| p.server_info.as_ref().map(|i| i.name.clone())),
+            version: peer
+                .as_ref()
+                .and_then(|p| p.server_info.as_ref().map(|i| i.version.clone())),
+            instructions_chars: peer
+                .as_ref()
+                .and_then(|p| p.instructions.as_ref().map(|s| s.chars().count() as u64))
+                .unwrap_or(0),
+            cold_start,
+        };
+        Ok(McpSession {
+            service,
+            process,
+            recorder,
+            pumps,
+            options,
+            identity,
+        })
+    }
+
+    /// What the server said in `initialize`.
+    pub fn identity(&self) -> &ServerIdentity {
+        &self.identity
+    }
+
+    /// The recorder of this session's wire tape (lines so far, counters).
+    pub fn recorder(&self) -> &TapeRecorder {
+        &self.recorder
+    }
+
+    async fn with_deadline<T, F>(&self, method: &str, fut: F) -> Result<T, McpError>
+    where
+        F: std::future::Future<Output = Result<T, ServiceError>>,
+    {
+        match tokio::time::timeout(self.options.request_timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(map_service_error(method, e, self.process.stderr_tail())),
+            Err(_) => Err(McpError::Timeout {
+                method: method.to_string(),
+                timeout: self.options.request_timeout,
+            }),
+        }
+    }
+
+    /// Lists every tool, following `nextCursor` until the last page, a repeated cursor or the page cap.
+    pub async fn list_tools(&self) -> Result<ToolListing, McpError> {
+        let first_line = self.recorder.lines().len();
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut cursor: Option<String> = None;
+        let mut tools: Vec<serde_json::Value> = Vec::new();
+        let mut pages = 0usize;
+        let end = loop {
+            if pages >= self.options.page_cap {
+                break PaginationEnd::PageCap(pages);
+            }
+            let params = cursor
+                .clone()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = self
+                .with_deadline("tools/list", self.service.list_tools(params))
+                .await?;
+            pages += 1;
+            for tool in &page.tools {
+                tools.push(serde_json::to_value(tool).unwrap_or(serde_json::Value::Null));
+            }
+            match page.next_cursor {
+                None => break PaginationEnd::Complete,
+                Some(next) if next.is_empty() => break PaginationEnd::Complete,
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        break PaginationEnd::CursorRepeated(next);
+                    }
+                    cursor = Some(next);
+                }
+            }
+        };
+        let mut names = BTreeSet::new();
+        let mut duplicate_names = BTreeSet::new();
+        for t in &tools {
+            if let Some(n) = t.get("name").and_then(|n| n.as_str())
+                && !names.insert(n.to_string())
+            {
+                duplicate_names.insert(n.to_string());
+            }
+        }
+        let lines = self.recorder.lines();
+        let definition_chars = wire_tool_definition_chars(lines.get(first_line..).unwrap_or(&[]));
+        Ok(ToolListing {
+            tools,
+            pages,
+            end,
+            duplicate_names: duplicate_names.into_iter().collect(),
+            definition_chars,
+        })
+    }
+
+    /// Calls one tool under the request deadline.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<ToolCallOutcome, McpError> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = Some(arguments);
+        let started = Instant::now();
+        let result = self
+            .with_deadline("tools/call", self.service.call_tool(params))
+            .await?;
+        let latency = started.elapsed();
+        let value = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
+        let mut text = Vec::new();
+        let mut has_image = false;
+        if let Some(items) = value.get("content").and_then(|c| c.as_array()) {
+            for item in items {
+                match item.get("type").and_then(|t| t.as_str()) {
+                    Some("text") => {
+                        if let Some(t) = item.get("text").and_then(|t| t.as_str()) {
+                            text.push(t.to_string());
+                        }
+                    }
+                    Some("image") => has_image = true,
+                    Some("resource") => {
+                        if let Some(t) = item.pointer("/resource/text").and_then(|t| t.as_str()) {
+                            text.push(t.to_string());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(ToolCallOutcome {
+            is_error: result.is_error.unwrap_or(false),
+            result: value,
+            text: text.join("\n"),
+            has_image,
+            latency,
+        })
+    }
+
+    /// Sends `server/discover` (the modern discovery method). `Ok(true)` if the server answered with a
+    /// result, `Ok(false)` if it answered with a JSON-RPC error (not implemented).
+    pub async fn discover(&self) -> Result<bool, McpError> {
+        match self
+            .with_deadline(
+                "server/discover",
+                self.service
+                    .discover(rmcp::model::RequestMetaObject::default()),
+            )
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(McpError::Protocol { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Closes the session: the SDK side closes its pipe, the tap closes the server's stdin, the server
+    /// gets `stop_grace` to exit before signals. Writes the tape's `end` line.
+    pub async fn close(self) -> Result<SessionEnd, McpError> {
+        let McpSession {
+            service,
+            mut process,
+            recorder,
+            pumps,
+            options,
+            ..
+        } = self;
+        let _ = tokio::time::timeout(options.stop_grace, service.cancel()).await;
+        let exit = process.stop(options.stop_grace).await;
+        for p in pumps {
+            let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
+        }
+        let tape = recorder.finish(&exit.reason())?;
+        Ok(SessionEnd {
+            tape,
+            exit,
+            stderr_tail: process.stderr_tail(),
+        })
+    }
+}
+
+/// Sums the compact-JSON length of every `result.tools` array among server → client lines.
+pub fn wire_tool_definition_chars(lines: &[WireLine]) -> u64 {
+    lines
+        .iter()
+        .filter(|l| l.dir == Dir::Out)
+        .filter_map(|l| l.json.as_ref()?.pointer("/result/tools"))
+        .filter(|t| t.is_array())
+        .map(|t| {
+            serde_json::to_string(t)
+                .map(|s| s.chars().count() as u64)
+                .unwrap_or(0)
+        })
+        .sum()
+}

@@ -1,0 +1,110 @@
+//! MCP: the runner's client ([`client`], the only code that names the SDK), the stdio tap ([`tap`]),
+//! server processes ([`process`]) and the zero-token protocol probes ([`probes`]).
+//!
+//! Every byte between any client and a server crosses the tap, which forwards it unchanged and writes
+//! the wire tape. [`run_tap_command`] is `agentrank-run tap --out TAPE -- SERVER-COMMAND…`: it puts the
+//! tap between its own stdin/stdout and the server, so Claude Code, Codex or any other client can be
+//! recorded the same way as the runner's own client.
+
+pub mod client;
+pub mod probes;
+pub mod process;
+pub mod tap;
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentrank_schema::tape::Dir;
+
+pub use client::{
+    ClientOptions, McpError, McpSession, OFFERED_PROTOCOL_VERSION, PaginationEnd, ServerIdentity,
+    SessionEnd, ToolCallOutcome, ToolListing,
+};
+pub use probes::{ProbeObservation, ProbeOutcome, ProbeReport, run_probes};
+pub use process::{ExitKind, ServerProcess};
+pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};
+
+use crate::roster::ResolvedLaunch;
+
+/// Runs the stdio tap between this process's stdin/stdout and `command` (inheriting this process's
+/// environment and working directory), writing the wire tape to `out`. Returns the server's exit code
+/// (128 + signal number when it died on a signal; 1 when it had to be stopped).
+///
+/// Ends when either side closes: the client's end of input closes the server's stdin (the server then
+/// has `grace` to exit before SIGTERM, then SIGKILL); the server's exit ends the tap. SIGINT and
+/// SIGTERM to the tap stop the server's whole process group and still close the tape.
+pub async fn run_tap_command(
+    out: &Path,
+    command: &[String],
+    attempt_id: &str,
+    grace: Duration,
+) -> Result<i32, McpError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(McpError::Spawn {
+            program: String::new(),
+            source: std::io::Error::other("no server command given"),
+        });
+    };
+    let launch = ResolvedLaunch {
+        program: program.clone(),
+        args: args.to_vec(),
+        env: std::env::vars().collect(),
+        cwd: None,
+    };
+    let mut info = serde_json::Map::new();
+    info.insert("program".into(), program.clone().into());
+    info.insert("args".into(), args.to_vec().into());
+    info.insert("mode".into(), "tap".into());
+    let recorder = TapeRecorder::new(Some(out), attempt_id, info)?;
+    let (mut process, stdin, stdout) =
+        ServerProcess::spawn(&launch).map_err(|source| McpError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+    let mut to_server = tokio::spawn(tap::pump(
+        tokio::io::stdin(),
+        stdin,
+        Dir::In,
+        recorder.clone(),
+    ));
+    let mut to_client = tokio::spawn(tap::pump(
+        stdout,
+        tokio::io::stdout(),
+        Dir::Out,
+        recorder.clone(),
+    ));
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|source| McpError::Spawn {
+            program: "signal handler".into(),
+            source,
+        })?;
+    let interrupted = tokio::select! {
+        _ = &mut to_server => false,
+        _ = &mut to_client => false,
+        _ = tokio::signal::ctrl_c() => true,
+        _ = sigterm.recv() => true,
+    };
+    let exit = if interrupted {
+        process.stop(Duration::ZERO).await
+    } else {
+        process.stop(grace).await
+    };
+    // Let the server's last output reach the client and the tape.
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut to_client).await;
+    to_server.abort();
+    let stderr = process.stderr_tail();
+    if !stderr.is_empty() {
+        eprint!("{stderr}");
+    }
+    let reason = if interrupted {
+        "interrupted".to_string()
+    } else {
+        exit.reason()
+    };
+    recorder.finish(&reason)?;
+    Ok(match exit {
+        ExitKind::Exited(c) => c,
+        ExitKind::Signalled(s) => 128 + s,
+        ExitKind::Terminated | ExitKind::Killed => 1,
+    })
+}

@@ -1,0 +1,304 @@
+//! Zero-token protocol probes (Fitness Report, "Protocol probes"): deterministic checks of a server's
+//! protocol behaviour that run before any agent. A failed probe is a fact about the server (coloured as
+//! a server fault), never a refusal; a probe that does not apply to the connection is `Unknown`, never
+//! counted as a pass.
+//!
+//! Probes, in order:
+//! - `negotiated-revision`: the revision the server answers when offered the runner's pinned one (spec
+//!   currency); passes when it is a published revision;
+//! - `impossible-version`: `initialize` offering a revision that cannot exist; passes when the server
+//!   answers with a revision of its own or refuses, fails when it echoes the impossible one;
+//! - `discovery-method`: `server/discover` (the modern discovery method) is implemented;
+//! - `deprecated-revision`: the negotiated revision is not the retired 2024-11-05;
+//! - `pagination`: `tools/list` ends (no repeated cursor, under the page cap) with unique tool names;
+//! - `stdout-json-only`: every line the server wrote on stdout was JSON;
+//! - `header-mismatch`, `cache-hints`: HTTP-only or post-2026 checks; `Unknown` on stdio connections
+//!   negotiating an older revision.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::client::{ClientOptions, McpError, McpSession, PaginationEnd};
+use crate::roster::ResolvedLaunch;
+
+/// A revision no server can support (before the first MCP revision, and not a real date).
+pub const IMPOSSIBLE_PROTOCOL_VERSION: &str = "1999-13-45";
+
+/// Published MCP revisions, oldest first.
+pub const KNOWN_REVISIONS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// Result of one probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    Pass,
+    Fail,
+    /// The probe does not apply to this connection or could not be run.
+    Unknown,
+}
+
+impl ProbeOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeOutcome::Pass => "pass",
+            ProbeOutcome::Fail => "fail",
+            ProbeOutcome::Unknown => "unknown",
+        }
+    }
+}
+
+/// One probe's finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeObservation {
+    pub probe: &'static str,
+    pub outcome: ProbeOutcome,
+    /// What was observed, in words (the value a reader sees on hover).
+    pub detail: String,
+}
+
+/// Everything the probes and the first session measured about a server.
+#[derive(Debug, Clone)]
+pub struct ProbeReport {
+    pub negotiated_version: Option<String>,
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    pub cold_start: Option<Duration>,
+    pub tool_names: Vec<String>,
+    pub tool_definition_chars: u64,
+    pub instructions_chars: u64,
+    pub probes: Vec<ProbeObservation>,
+    /// Set when the server could not be started or initialized at all.
+    pub startup_error: Option<String>,
+}
+
+fn obs(probe: &'static str, outcome: ProbeOutcome, detail: impl Into<String>) -> ProbeObservation {
+    ProbeObservation {
+        probe,
+        outcome,
+        detail: detail.into(),
+    }
+}
+
+/// Runs every probe against a server (two short sessions). `tape_dir`, if given, receives the wire
+/// tapes `probe-main.mcp.jsonl.zst` and `probe-version.mcp.jsonl.zst`.
+pub async fn run_probes(
+    launch: &ResolvedLaunch,
+    options: &ClientOptions,
+    tape_dir: Option<&Path>,
+) -> ProbeReport {
+    let mut report = ProbeReport {
+        negotiated_version: None,
+        server_name: None,
+        server_version: None,
+        cold_start: None,
+        tool_names: Vec::new(),
+        tool_definition_chars: 0,
+        instructions_chars: 0,
+        probes: Vec::new(),
+        startup_error: None,
+    };
+    let main_tape = tape_dir.map(|d| d.join("probe-main.mcp.jsonl.zst"));
+    match McpSession::start(launch, main_tape.as_deref(), "probe-main", options.clone()).await {
+        Ok(session) => {
+            main_session_probes(&session, &mut report).await;
+            match session.close().await {
+                Ok(end) => {
+                    let non_json = end.tape.stats.non_json_out;
+                    report.probes.push(if non_json == 0 {
+                        obs(
+                            "stdout-json-only",
+                            ProbeOutcome::Pass,
+                            "every stdout line was JSON",
+                        )
+                    } else {
+                        obs(
+                            "stdout-json-only",
+                            ProbeOutcome::Fail,
+                            format!("{non_json} non-JSON line(s) on stdout"),
+                        )
+                    });
+                }
+                Err(e) => report.probes.push(obs(
+                    "stdout-json-only",
+                    ProbeOutcome::Unknown,
+                    format!("tape not closed: {e}"),
+                )),
+            }
+        }
+        Err(e) => {
+            report.startup_error = Some(e.to_string());
+            for probe in [
+                "negotiated-revision",
+                "discovery-method",
+                "deprecated-revision",
+                "pagination",
+                "stdout-json-only",
+            ] {
+                report.probes.push(obs(
+                    probe,
+                    ProbeOutcome::Unknown,
+                    format!("server did not start: {e}"),
+                ));
+            }
+        }
+    }
+    report
+        .probes
+        .push(impossible_version_probe(launch, options, tape_dir).await);
+    let modern = report
+        .negotiated_version
+        .as_deref()
+        .is_some_and(|v| v >= "2026-07-28");
+    report.probes.push(obs(
+        "header-mismatch",
+        ProbeOutcome::Unknown,
+        "stdio connection: no HTTP headers to mismatch",
+    ));
+    report.probes.push(obs(
+        "cache-hints",
+        ProbeOutcome::Unknown,
+        if modern {
+            "not checked on stdio"
+        } else {
+            "revision predates cache hints"
+        },
+    ));
+    report
+}
+
+async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
+    let id = session.identity().clone();
+    report.negotiated_version = Some(id.protocol_version.clone());
+    report.server_name = id.name.clone();
+    report.server_version = id.version.clone();
+    report.cold_start = Some(id.cold_start);
+    report.instructions_chars = id.instructions_chars;
+    let known = KNOWN_REVISIONS.contains(&id.protocol_version.as_str());
+    report.probes.push(obs(
+        "negotiated-revision",
+        if known {
+            ProbeOutcome::Pass
+        } else {
+            ProbeOutcome::Fail
+        },
+        id.protocol_version.clone(),
+    ));
+    report.probes.push(match session.discover().await {
+        Ok(true) => obs(
+            "discovery-method",
+            ProbeOutcome::Pass,
+            "server/discover answered",
+        ),
+        Ok(false) => obs(
+            "discovery-method",
+            ProbeOutcome::Fail,
+            "server/discover answered with an error",
+        ),
+        Err(McpError::Timeout { .. }) => obs(
+            "discovery-method",
+            ProbeOutcome::Fail,
+            "server/discover got no answer",
+        ),
+        Err(e) => obs("discovery-method", ProbeOutcome::Unknown, e.to_string()),
+    });
+    report.probes.push(if id.protocol_version == "2024-11-05" {
+        obs(
+            "deprecated-revision",
+            ProbeOutcome::Fail,
+            "negotiated 2024-11-05, a retired revision",
+        )
+    } else if known {
+        obs(
+            "deprecated-revision",
+            ProbeOutcome::Pass,
+            format!("negotiated {}", id.protocol_version),
+        )
+    } else {
+        obs(
+            "deprecated-revision",
+            ProbeOutcome::Unknown,
+            "unknown revision",
+        )
+    });
+    report.probes.push(match session.list_tools().await {
+        Ok(listing) => {
+            report.tool_names = listing.names();
+            report.tool_definition_chars = listing.definition_chars;
+            match (&listing.end, listing.duplicate_names.is_empty()) {
+                (PaginationEnd::Complete, true) => obs(
+                    "pagination",
+                    ProbeOutcome::Pass,
+                    format!("{} tools in {} page(s)", listing.tools.len(), listing.pages),
+                ),
+                (PaginationEnd::Complete, false) => obs(
+                    "pagination",
+                    ProbeOutcome::Fail,
+                    format!(
+                        "duplicate tool names: {}",
+                        listing.duplicate_names.join(", ")
+                    ),
+                ),
+                (PaginationEnd::CursorRepeated(c), _) => obs(
+                    "pagination",
+                    ProbeOutcome::Fail,
+                    format!("cursor `{c}` repeated after {} page(s)", listing.pages),
+                ),
+                (PaginationEnd::PageCap(n), _) => obs(
+                    "pagination",
+                    ProbeOutcome::Fail,
+                    format!("still paginating after {n} pages"),
+                ),
+            }
+        }
+        Err(e) => obs(
+            "pagination",
+            ProbeOutcome::Fail,
+            format!("tools/list failed: {e}"),
+        ),
+    });
+}
+
+async fn impossible_version_probe(
+    launch: &ResolvedLaunch,
+    options: &ClientOptions,
+    tape_dir: Option<&Path>,
+) -> ProbeObservation {
+    let mut opts = options.clone();
+    opts.offered_version = IMPOSSIBLE_PROTOCOL_VERSION.to_string();
+    let tape = tape_dir.map(|d| d.join("probe-version.mcp.jsonl.zst"));
+    match McpSession::start(launch, tape.as_deref(), "probe-version", opts).await {
+        Ok(session) => {
+            let answered = session.identity().protocol_version.clone();
+            let _ = session.close().await;
+            if answered == IMPOSSIBLE_PROTOCOL_VERSION {
+                obs(
+                    "impossible-version",
+                    ProbeOutcome::Fail,
+                    format!("accepted the impossible revision {IMPOSSIBLE_PROTOCOL_VERSION}"),
+                )
+            } else {
+                obs(
+                    "impossible-version",
+                    ProbeOutcome::Pass,
+                    format!("answered {answered}"),
+                )
+            }
+        }
+        Err(McpError::Initialize(message)) | Err(McpError::Protocol { message, .. }) => obs(
+            "impossible-version",
+            ProbeOutcome::Pass,
+            format!("refused: {message}"),
+        ),
+        Err(McpError::Closed { .. }) => obs(
+            "impossible-version",
+            ProbeOutcome::Pass,
+            "closed the connection",
+        ),
+        Err(e) => obs("impossible-version", ProbeOutcome::Unknown, e.to_string()),
+    }
+}

