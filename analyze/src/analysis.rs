@@ -155,7 +155,13 @@ fn pooled_completion(attempts: &[&Attempt], tasks: &BTreeSet<String>) -> Option<
     if by_task.is_empty() {
         return None;
     }
-    Some(by_task.values().map(|(k, n)| *k as f64 / *n as f64).sum::<f64>() / by_task.len() as f64)
+    Some(
+        by_task
+            .values()
+            .map(|(k, n)| *k as f64 / *n as f64)
+            .sum::<f64>()
+            / by_task.len() as f64,
+    )
 }
 
 fn gate_row(category: &str, g: &GateResult) -> GateRow {
@@ -436,7 +442,7 @@ fn analyze_category(
         all_gates.push(v.clone());
         category_refusal = Some(v);
     }
-    for g in [Some(&lock), Some(&surface)] .into_iter().flatten() {
+    for g in [Some(&lock), Some(&surface)].into_iter().flatten() {
         if category_refusal.is_none() && g.refused() {
             category_refusal = Some(g.clone());
         }
@@ -494,7 +500,11 @@ fn analyze_category(
                 passes: passes as i64,
                 countable: outcomes.len() as i64,
                 pass_rate: if outcomes.is_empty() {
-                    if unsupported(server, t) { Some(0.0) } else { None }
+                    if unsupported(server, t) {
+                        Some(0.0)
+                    } else {
+                        None
+                    }
                 } else {
                     Some(passes as f64 / outcomes.len() as f64)
                 },
@@ -521,7 +531,14 @@ fn analyze_category(
         }
         m
     };
-    let covered_design = build_design(category, &data, &core, &covered, &unsupported, View::Headline);
+    let covered_design = build_design(
+        category,
+        &data,
+        &core,
+        &covered,
+        &unsupported,
+        View::Headline,
+    );
     let covered_points = point_completion(&covered_design);
 
     // 6. Null baseline per agent.
@@ -610,7 +627,14 @@ fn analyze_category(
             && core_set.contains(&a.task)
     });
     let sens_boot = if any_builtin {
-        let d = build_design(category, &data, &core, &board, &unsupported, View::Sensitivity);
+        let d = build_design(
+            category,
+            &data,
+            &core,
+            &board,
+            &unsupported,
+            View::Sensitivity,
+        );
         cluster_bootstrap(&d, cfg.seed, cfg.resamples)
     } else {
         boot.clone()
@@ -618,7 +642,10 @@ fn analyze_category(
 
     // Reachability per server (reference agent).
     let mut reachability: BTreeMap<String, f64> = BTreeMap::new();
-    let ref_servers: BTreeSet<&str> = reference_attempts.iter().map(|a| a.server.as_str()).collect();
+    let ref_servers: BTreeSet<&str> = reference_attempts
+        .iter()
+        .map(|a| a.server.as_str())
+        .collect();
     for s in ref_servers {
         let on: Vec<&Attempt> = reference_attempts
             .iter()
@@ -630,11 +657,15 @@ fn analyze_category(
         }
     }
 
-    let core_caps: BTreeSet<String> = input.core_capabilities.get(category).cloned().unwrap_or_else(|| {
-        core.iter()
-            .filter_map(|t| data.task_capability.get(t).cloned())
-            .collect()
-    });
+    let core_caps: BTreeSet<String> = input
+        .core_capabilities
+        .get(category)
+        .cloned()
+        .unwrap_or_else(|| {
+            core.iter()
+                .filter_map(|t| data.task_capability.get(t).cloned())
+                .collect()
+        });
 
     // 8. Rows.
     let mut analysis = CategoryAnalysis {
@@ -679,30 +710,61 @@ fn analyze_category(
             .collect();
         let all_atts: Vec<&Attempt> = tasks.values().flatten().copied().collect();
         let (excl, slots) = metrics::excluded_slots(&all_atts);
-        let excluded_share = if slots == 0 { 0.0 } else { excl as f64 / slots as f64 };
-        let countable_n = core_atts.iter().filter(|a| a.outcome.headline_pass().is_some()).count();
-        let advertised = input.advertised.get(&(category.to_string(), server.clone()));
+        let excluded_share = if slots == 0 {
+            0.0
+        } else {
+            excl as f64 / slots as f64
+        };
+        let countable_n = core_atts
+            .iter()
+            .filter(|a| a.outcome.headline_pass().is_some())
+            .count();
+        let advertised = input
+            .advertised
+            .get(&(category.to_string(), server.clone()));
         let coverage = advertised.and_then(|adv| metrics::coverage(&core_caps, adv));
         let reliability = advertised.and_then(|adv| {
             let rates: Vec<f64> = core
                 .iter()
-                .filter(|t| data.task_capability.get(*t).is_some_and(|c| adv.contains(c)))
+                .filter(|t| {
+                    data.task_capability
+                        .get(*t)
+                        .is_some_and(|c| adv.contains(c))
+                })
                 .filter_map(|t| {
                     let atts = tasks.get(t).map(Vec::as_slice).unwrap_or(&[]);
-                    Cell::new(metrics::countable(atts, View::Headline).iter().map(|(i, p)| (i.as_str(), *p))).pass_rate()
+                    Cell::new(
+                        metrics::countable(atts, View::Headline)
+                            .iter()
+                            .map(|(i, p)| (i.as_str(), *p)),
+                    )
+                    .pass_rate()
                 })
                 .collect();
-            if rates.is_empty() { None } else { Some(rates.iter().sum::<f64>() / rates.len() as f64) }
+            if rates.is_empty() {
+                None
+            } else {
+                Some(rates.iter().sum::<f64>() / rates.len() as f64)
+            }
         });
         let extended_completion = {
             let rates: Vec<f64> = extended
                 .iter()
                 .filter_map(|t| {
                     let atts = tasks.get(t).map(Vec::as_slice).unwrap_or(&[]);
-                    Cell::new(metrics::countable(atts, View::Headline).iter().map(|(i, p)| (i.as_str(), *p))).pass_rate()
+                    Cell::new(
+                        metrics::countable(atts, View::Headline)
+                            .iter()
+                            .map(|(i, p)| (i.as_str(), *p)),
+                    )
+                    .pass_rate()
                 })
                 .collect();
-            if rates.is_empty() { None } else { Some(rates.iter().sum::<f64>() / rates.len() as f64) }
+            if rates.is_empty() {
+                None
+            } else {
+                Some(rates.iter().sum::<f64>() / rates.len() as f64)
+            }
         };
         let refusal = cell_refusal.get(&key);
         let _ = advertised_known(server);
@@ -714,7 +776,11 @@ fn analyze_category(
                     Some(b.completion_ci[a][s]),
                     Some(b.rank_point[a][s]),
                     Some(b.rank_interval[a][s]),
-                    if view == View::Headline { band_of.get(&key).copied() } else { None },
+                    if view == View::Headline {
+                        band_of.get(&key).copied()
+                    } else {
+                        None
+                    },
                 ),
                 _ => (None, None, None, None, None),
             };
@@ -723,7 +789,12 @@ fn analyze_category(
                 view: view.as_str().to_string(),
                 agent: agent.clone(),
                 server: server.clone(),
-                status: if refusal.is_some() { "REFUSED" } else { "SCORED" }.to_string(),
+                status: if refusal.is_some() {
+                    "REFUSED"
+                } else {
+                    "SCORED"
+                }
+                .to_string(),
                 point,
                 ci_lo: ci.map(|c| c.0),
                 ci_hi: ci.map(|c| c.1),
@@ -753,18 +824,35 @@ fn analyze_category(
                 attempt_ids: ids_of(&core_atts),
             });
             let entry = CompletionEntry {
-                status: if refusal.is_some() { "REFUSED" } else { "SCORED" }.to_string(),
+                status: if refusal.is_some() {
+                    "REFUSED"
+                } else {
+                    "SCORED"
+                }
+                .to_string(),
                 point,
                 ci: ci.map(|c| [c.0, c.1]),
                 refusal: refusal.map(refusal_of),
                 attempts: countable_n as i64,
             };
-            let target = if view == View::Headline { &mut analysis.completion } else { &mut analysis.sensitivity };
-            target.entry(agent.clone()).or_default().insert(server.clone(), entry);
-            if view == View::Headline && let (Some(r), Some(ri)) = (rank, rint) {
+            let target = if view == View::Headline {
+                &mut analysis.completion
+            } else {
+                &mut analysis.sensitivity
+            };
+            target
+                .entry(agent.clone())
+                .or_default()
+                .insert(server.clone(), entry);
+            if view == View::Headline
+                && let (Some(r), Some(ri)) = (rank, rint)
+            {
                 analysis.ranks.entry(agent.clone()).or_default().insert(
                     server.clone(),
-                    RankEntry { point: i64::from(r), interval: [i64::from(ri.0), i64::from(ri.1)] },
+                    RankEntry {
+                        point: i64::from(r),
+                        interval: [i64::from(ri.0), i64::from(ri.1)],
+                    },
                 );
             }
         }
@@ -785,8 +873,16 @@ fn analyze_category(
             efficiency_attempts: t.efficiency_attempts as i64,
             tool_calls: t.calls as i64,
             hallucinated_calls: t.hallucinated as i64,
-            hallucinated_rate: if t.calls == 0 { None } else { Some(t.hallucinated as f64 / t.calls as f64) },
-            recovery_rate: if t.recovery_attempts == 0 { None } else { Some(t.recovery_passed as f64 / t.recovery_attempts as f64) },
+            hallucinated_rate: if t.calls == 0 {
+                None
+            } else {
+                Some(t.hallucinated as f64 / t.calls as f64)
+            },
+            recovery_rate: if t.recovery_attempts == 0 {
+                None
+            } else {
+                Some(t.recovery_passed as f64 / t.recovery_attempts as f64)
+            },
             recovery_passed: t.recovery_passed as i64,
             recovery_attempts: t.recovery_attempts as i64,
             tool_definition_tokens: input
@@ -843,13 +939,20 @@ fn analyze_category(
             .iter()
             .enumerate()
             .filter(|(_, r)| {
-                r.point.is_some() && !cell_refusal.contains_key(&(r.agent.clone(), r.server.clone()))
+                r.point.is_some()
+                    && !cell_refusal.contains_key(&(r.agent.clone(), r.server.clone()))
             })
             .map(|(i, _)| i)
             .collect();
         let spans: Vec<(String, f64, f64)> = placed
             .iter()
-            .map(|&i| (rows[i].server.clone(), rows[i].wilson_lo.unwrap_or(0.0), rows[i].wilson_hi.unwrap_or(0.0)))
+            .map(|&i| {
+                (
+                    rows[i].server.clone(),
+                    rows[i].wilson_lo.unwrap_or(0.0),
+                    rows[i].wilson_hi.unwrap_or(0.0),
+                )
+            })
             .collect();
         for (d, &i) in dominance_positions(&spans).into_iter().zip(&placed) {
             rows[i].position = Some(i64::from(d.position));
@@ -857,7 +960,10 @@ fn analyze_category(
             rows[i].overlaps_above = d.overlaps_above;
         }
         rows.sort_by(|x, y| {
-            by_point_desc((&x.server, x.point.unwrap_or(-1.0)), (&y.server, y.point.unwrap_or(-1.0)))
+            by_point_desc(
+                (&x.server, x.point.unwrap_or(-1.0)),
+                (&y.server, y.point.unwrap_or(-1.0)),
+            )
         });
         first_try_rows.extend(rows);
     }
@@ -872,7 +978,10 @@ fn analyze_category(
     let mut separation_rows = Vec::new();
     for (a, agent) in design.agents.iter().enumerate() {
         let n_att = |s: usize| -> u64 {
-            design.cells[a][s].iter().map(|c| c.passes.len() as u64).sum()
+            design.cells[a][s]
+                .iter()
+                .map(|c| c.passes.len() as u64)
+                .sum()
         };
         for i in 0..design.servers[a].len() {
             for j in (i + 1)..design.servers[a].len() {
@@ -895,13 +1004,18 @@ fn analyze_category(
 
     // Latency per server and per tool.
     let mut latency_rows = Vec::new();
-    let mut by_server: BTreeMap<&str, BTreeMap<Option<&str>, (Vec<f64>, BTreeSet<&str>)>> = BTreeMap::new();
+    let mut by_server: BTreeMap<&str, BTreeMap<Option<&str>, (Vec<f64>, BTreeSet<&str>)>> =
+        BTreeMap::new();
     for a in attempts.iter().filter(|a| a.role == Role::Scored) {
         if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
             for c in calls {
                 if let Some(l) = c.latency_ms {
                     for tool in [None, Some(c.tool_name.as_str())] {
-                        let e = by_server.entry(a.server.as_str()).or_default().entry(tool).or_default();
+                        let e = by_server
+                            .entry(a.server.as_str())
+                            .or_default()
+                            .entry(tool)
+                            .or_default();
                         e.0.push(l);
                         e.1.insert(a.attempt_id.as_str());
                     }
@@ -1052,7 +1166,10 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
         document: AnalysisDocument {
             schema_version: ANALYSIS_SCHEMA_VERSION.to_string(),
             methodology_version: agentrank_schema::METHODOLOGY_VERSION.to_string(),
-            inputs: inputs.iter().map(|i| format!("{}:{}", i.kind, i.label)).collect(),
+            inputs: inputs
+                .iter()
+                .map(|i| format!("{}:{}", i.kind, i.label))
+                .collect(),
             method: method_record(cfg),
             categories: BTreeMap::new(),
             anomalies: Vec::new(),

@@ -186,7 +186,9 @@ fn one_resample(
     let key_r = derive(category_key, r as u64);
     let mut task_stream = Stream::new(derive(key_r, 0));
     scratch.draws.clear();
-    scratch.draws.extend((0..t_n).map(|_| task_stream.below(t_n)));
+    scratch
+        .draws
+        .extend((0..t_n).map(|_| task_stream.below(t_n)));
     let copy_keys: Vec<u64> = (0..t_n).map(|j| derive(key_r, j as u64 + 1)).collect();
 
     let total_servers = off[design.agents.len()];
@@ -273,7 +275,10 @@ fn summarize_rho(point: Option<f64>, draws: Vec<Option<f64>>, n_points: usize) -
 
 /// The key of a category's bootstrap streams.
 pub fn category_key(seed: u64, category: &str) -> u64 {
-    derive(derive(seed, hash_str("agentrank-bootstrap-v1")), hash_str(category))
+    derive(
+        derive(seed, hash_str("agentrank-bootstrap-v1")),
+        hash_str(category),
+    )
 }
 
 /// Run the cluster bootstrap of one category with `resamples` resamples (in parallel on the current rayon

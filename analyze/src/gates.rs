@@ -3,8 +3,8 @@
 //! reason string, counts, threshold, alpha and p-value), or not run because the input carries no data for
 //! it. A refusal is a row, never a blank.
 
-use crate::stats::binomial::{PublishedVerdict, Verdict, binom_cdf, published_verdict};
 use crate::stats::Z95;
+use crate::stats::binomial::{PublishedVerdict, Verdict, binom_cdf, published_verdict};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,7 +59,13 @@ pub struct GateResult {
 }
 
 impl GateResult {
-    fn new(gate: &'static str, status: GateStatus, outcome: &str, reason: &str, explanation: String) -> Self {
+    fn new(
+        gate: &'static str,
+        status: GateStatus,
+        outcome: &str,
+        reason: &str,
+        explanation: String,
+    ) -> Self {
         GateResult {
             gate,
             status,
@@ -351,10 +357,13 @@ pub fn null_gate(
         }
     };
     for (k, v) in nulls {
-        g.counts.insert(format!("null_{k}"), v.map_or(Value::Null, Value::from));
+        g.counts
+            .insert(format!("null_{k}"), v.map_or(Value::Null, Value::from));
     }
-    g.counts
-        .insert("real_completion".into(), real.map_or(Value::Null, Value::from));
+    g.counts.insert(
+        "real_completion".into(),
+        real.map_or(Value::Null, Value::from),
+    );
     g.counts
         .insert("t_null".into(), t_null.map_or(Value::Null, Value::from));
     g.threshold = Some(NULL_RATIO);
@@ -453,7 +462,9 @@ pub fn construct_gate(
                 GateStatus::Passed,
                 "PASS",
                 "reference_reached_answer_key",
-                format!("The reference agent reached the answer key on {k} of {n} trials (θ = 0.90)."),
+                format!(
+                    "The reference agent reached the answer key on {k} of {n} trials (θ = 0.90)."
+                ),
             ),
             Some(Verdict::Fail) => GateResult::new(
                 "construct",
@@ -469,21 +480,27 @@ pub fn construct_gate(
                 GateStatus::Refused,
                 "EXTEND_EXHAUSTED",
                 "unresolved_no_extension_registered",
-                format!("{k} of {n} resolves neither way and the pre-registration bought no extension batch."),
+                format!(
+                    "{k} of {n} resolves neither way and the pre-registration bought no extension batch."
+                ),
             ),
             _ if used as u32 >= reg.max_batches => GateResult::new(
                 "construct",
                 GateStatus::Refused,
                 "GATE_FAILED",
                 "unresolved_after_last_extension",
-                format!("{k} of {n} still resolves neither way after the last registered extension batch, which resolves to FAIL."),
+                format!(
+                    "{k} of {n} still resolves neither way after the last registered extension batch, which resolves to FAIL."
+                ),
             ),
             _ => GateResult::new(
                 "construct",
                 GateStatus::Refused,
                 "GATE_FAILED",
                 "registered_extension_not_run",
-                format!("{k} of {n} resolves neither way and the next registered extension batch is not in the record; the run is incomplete."),
+                format!(
+                    "{k} of {n} resolves neither way and the next registered extension batch is not in the record; the run is incomplete."
+                ),
             ),
         }
     };

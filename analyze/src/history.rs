@@ -21,7 +21,9 @@ fn scored<'a>(input: &'a Input, category: &str) -> Vec<&'a Attempt> {
 }
 
 /// (agent, server) → task → (passes, countable).
-fn task_counts(attempts: &[&Attempt]) -> BTreeMap<(String, String), BTreeMap<String, (usize, usize)>> {
+fn task_counts(
+    attempts: &[&Attempt],
+) -> BTreeMap<(String, String), BTreeMap<String, (usize, usize)>> {
     let mut m: BTreeMap<(String, String), BTreeMap<String, (usize, usize)>> = BTreeMap::new();
     for a in attempts {
         if let Some(p) = a.outcome.headline_pass() {
@@ -119,7 +121,11 @@ pub fn compare(
                     (
                         Some(z),
                         z.abs() > SIGMA_FLAG,
-                        format!("{:.2} standard deviations from {} earlier bundles", z, pts.len()),
+                        format!(
+                            "{:.2} standard deviations from {} earlier bundles",
+                            z,
+                            pts.len()
+                        ),
                     )
                 }
                 Some(_) => (
@@ -152,7 +158,9 @@ pub fn compare(
         for task in tasks {
             let mut common = Vec::new();
             for ((t, s), &x) in &cur_rates {
-                if t == task && let Some(&y) = prev_rates.get(&(t.clone(), s.clone())) {
+                if t == task
+                    && let Some(&y) = prev_rates.get(&(t.clone(), s.clone()))
+                {
                     common.push((s.clone(), x, y));
                 }
             }
@@ -183,7 +191,11 @@ pub fn compare(
                     "moved by more than {MOVE_THRESHOLD} on {} of {} servers (flag at {need}): {}",
                     moved.len(),
                     common.len(),
-                    moved.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    moved
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             });
         }
@@ -196,7 +208,9 @@ pub fn compare(
             let mut xs = Vec::new();
             let mut ys = Vec::new();
             for ((a, s), &x) in &cur {
-                if a == agent && let Some(&y) = prev_c.get(&(a.clone(), s.clone())) {
+                if a == agent
+                    && let Some(&y) = prev_c.get(&(a.clone(), s.clone()))
+                {
                     xs.push(y);
                     ys.push(x);
                 }
@@ -210,9 +224,13 @@ pub fn compare(
                     continue;
                 }
                 for (t, (p, n)) in tasks {
-                    if let Some((p0, n0)) = prev_counts.get(&(a.clone(), s.clone())).and_then(|m| m.get(t)) {
+                    if let Some((p0, n0)) = prev_counts
+                        .get(&(a.clone(), s.clone()))
+                        .and_then(|m| m.get(t))
+                    {
                         cells += 1;
-                        if (*p as f64 / *n as f64 - *p0 as f64 / *n0 as f64).abs() > MOVE_THRESHOLD {
+                        if (*p as f64 / *n as f64 - *p0 as f64 / *n0 as f64).abs() > MOVE_THRESHOLD
+                        {
                             moved += 1;
                         }
                     }
@@ -254,7 +272,8 @@ pub fn compare(
                     Some(moved as f64 / cells as f64)
                 },
                 threshold: Some(MOVE_THRESHOLD),
-                method: "share of (server x task) cells whose pass rate moved by more than 0.4".into(),
+                method: "share of (server x task) cells whose pass rate moved by more than 0.4"
+                    .into(),
                 ..base.clone()
             });
             retest.insert(retest.len() - 1, base);

@@ -21,6 +21,7 @@ pub mod load_bundle;
 pub mod metrics;
 pub mod rng;
 pub mod stats;
+pub mod synthetic;
 pub mod write;
 
 pub use analysis::{Analysis, AnalysisError, Config, analyze};

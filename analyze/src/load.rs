@@ -40,6 +40,8 @@ pub enum LoadError {
         column: String,
         message: String,
     },
+    #[error("{path}: not a readable bundle: {message}")]
+    Bundle { path: String, message: String },
     #[error("{path}: unsupported input (expected a bundle directory, .csv or .parquet)")]
     Unsupported { path: String },
 }
@@ -133,7 +135,10 @@ pub fn read_parquet(path: &Path) -> Result<StringTable, LoadError> {
         for (i, field) in batch.schema().fields().iter().enumerate() {
             let col = batch.column(i);
             let as_str = arrow_cast::cast(col, &DataType::Utf8).map_err(|e| {
-                perr(format!("column `{}` cannot be read as text: {e}", field.name()))
+                perr(format!(
+                    "column `{}` cannot be read as text: {e}",
+                    field.name()
+                ))
             })?;
             let s = as_str
                 .as_any()
@@ -182,7 +187,9 @@ pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role,
             "control" | "no-server" | "no_server_control" => Ok(Role::NoServerControl),
             "reference" => Ok(Role::Reference),
             other => NullModel::parse(other).map(Role::Null).ok_or_else(|| {
-                format!("unknown role {other:?}; expected scored, control, reference or null-<model>")
+                format!(
+                    "unknown role {other:?}; expected scored, control, reference or null-<model>"
+                )
             }),
         };
     }
@@ -222,14 +229,16 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
     let req = |c: &Vec<Option<String>>, r: usize, name: &str| -> Result<String, LoadError> {
         c[r].clone().ok_or_else(|| t.bad(r, name, "empty value"))
     };
-    let num = |c: Option<&Vec<Option<String>>>, r: usize, name: &str| -> Result<Option<u32>, LoadError> {
-        get(c, r)
-            .map(|s| {
-                s.parse::<u32>()
-                    .map_err(|e| t.bad(r, name, format!("{s:?} is not a non-negative integer: {e}")))
-            })
-            .transpose()
-    };
+    let num =
+        |c: Option<&Vec<Option<String>>>, r: usize, name: &str| -> Result<Option<u32>, LoadError> {
+            get(c, r)
+                .map(|s| {
+                    s.parse::<u32>().map_err(|e| {
+                        t.bad(r, name, format!("{s:?} is not a non-negative integer: {e}"))
+                    })
+                })
+                .transpose()
+        };
     let mut next_index: BTreeMap<(String, String, String, String), u32> = BTreeMap::new();
     let mut attempts = Vec::with_capacity(t.rows);
     for r in 0..t.rows {
@@ -238,14 +247,21 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
         let ag = req(agent, r, "agent")?;
         let tk = req(task, r, "task")?;
         let out_s = req(outcome, r, "outcome")?;
-        let out: OutcomeClass = out_s
-            .parse()
-            .map_err(|e: agentrank_schema::outcome::UnknownOutcome| t.bad(r, "outcome", e.to_string()))?;
+        let out: OutcomeClass =
+            out_s
+                .parse()
+                .map_err(|e: agentrank_schema::outcome::UnknownOutcome| {
+                    t.bad(r, "outcome", e.to_string())
+                })?;
         let cls = match get(class, r) {
             None | Some("core") => TaskClass::Core,
             Some("extended") => TaskClass::Extended,
             Some(other) => {
-                return Err(t.bad(r, "class", format!("{other:?} is neither core nor extended")));
+                return Err(t.bad(
+                    r,
+                    "class",
+                    format!("{other:?} is neither core nor extended"),
+                ));
             }
         };
         let idx = match num(attempt_index, r, "attempt_index")? {
@@ -260,7 +276,10 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
         };
         let role = infer_role(get(role, r), &ag, &srv).map_err(|m| t.bad(r, "role", m))?;
         let cost_usd = get(cost, r)
-            .map(|s| s.parse::<f64>().map_err(|e| t.bad(r, "cost_usd", e.to_string())))
+            .map(|s| {
+                s.parse::<f64>()
+                    .map_err(|e| t.bad(r, "cost_usd", e.to_string()))
+            })
             .transpose()?;
         attempts.push(Attempt {
             attempt_id: req(attempt, r, "attempt")?,
@@ -303,7 +322,9 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
 
 /// Read a capability map table (`category, server, capability`, one advertised capability per row) into
 /// the input's advertised map.
-pub fn capability_map(t: &StringTable) -> Result<BTreeMap<(String, String), BTreeSet<String>>, LoadError> {
+pub fn capability_map(
+    t: &StringTable,
+) -> Result<BTreeMap<(String, String), BTreeSet<String>>, LoadError> {
     let category = t.required(&["category"])?;
     let server = t.required(&["server", "server_id"])?;
     let capability = t.required(&["capability"])?;
@@ -333,18 +354,28 @@ pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
         fn cell(c: Option<&Vec<Option<String>>>, r: usize) -> Option<&str> {
             c.and_then(|c| c[r].as_deref())
         }
-        let b = |c: Option<&Vec<Option<String>>>, col: &str, default: bool| -> Result<bool, LoadError> {
+        let b = |c: Option<&Vec<Option<String>>>,
+                 col: &str,
+                 default: bool|
+         -> Result<bool, LoadError> {
             match cell(c, r) {
                 None => Ok(default),
-                Some(s) => parse_bool(s).ok_or_else(|| t.bad(r, col, format!("{s:?} is not a boolean"))),
+                Some(s) => {
+                    parse_bool(s).ok_or_else(|| t.bad(r, col, format!("{s:?} is not a boolean")))
+                }
             }
         };
         out.push(ToolCall {
-            attempt_id: attempt[r].clone().ok_or_else(|| t.bad(r, "attempt_id", "empty value"))?,
+            attempt_id: attempt[r]
+                .clone()
+                .ok_or_else(|| t.bad(r, "attempt_id", "empty value"))?,
             tool_name: name[r].clone().unwrap_or_default(),
             tool_listed: b(listed, "tool_listed", true)?,
             latency_ms: cell(latency, r)
-                .map(|s| s.parse::<f64>().map_err(|e| t.bad(r, "latency_ms", e.to_string())))
+                .map(|s| {
+                    s.parse::<f64>()
+                        .map_err(|e| t.bad(r, "latency_ms", e.to_string()))
+                })
                 .transpose()?,
             is_error: b(is_error, "is_error", false)?,
         });

@@ -1,12 +1,210 @@
 //! Loading a sealed bundle into [`Input`] (an IO edge), through the schema crate's bundle reader.
+//!
+//! Roles come from the `controls` table (`no-server`, `null-*`, `reference`, `smoke`); attempts without a
+//! control row are scored. The reference server of each category and the advertised capabilities come
+//! from the server configurations recorded in the manifest; the lock check compares the lock manifest
+//! with the servers and agents that actually ran.
 
-use crate::input::Input;
+use crate::input::{
+    Attempt, Input, NullModel, Role, Structural, TaskClass, ToolCall, default_smoke_tasks,
+};
 use crate::load::LoadError;
+use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::roster::{AgentConfig, AgentKind, ServerConfig};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+fn role_of(control_kind: Option<&str>) -> Role {
+    match control_kind {
+        None => Role::Scored,
+        Some("no-server") => Role::NoServerControl,
+        Some("reference") | Some("smoke") => Role::Reference,
+        Some(k) => NullModel::parse(k).map_or(Role::Scored, Role::Null),
+    }
+}
+
+/// Convert an already-read bundle.
+pub fn input_from_bundle(b: &LoadedBundle) -> Input {
+    let t = &b.tables;
+    let control: BTreeMap<&str, &str> = t
+        .controls
+        .iter()
+        .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
+        .collect();
+    let mut attempts: Vec<Attempt> = t
+        .attempts
+        .iter()
+        .map(|a| Attempt {
+            attempt_id: a.attempt_id.clone(),
+            category: a.category.clone(),
+            server: a.server_id.clone(),
+            agent: a.agent_id.clone(),
+            task: a.task_id.clone(),
+            class: if a.class == "extended" {
+                TaskClass::Extended
+            } else {
+                TaskClass::Core
+            },
+            capability: Some(a.capability.clone()).filter(|c| !c.is_empty()),
+            attempt_index: u32::try_from(a.attempt_index.max(0)).unwrap_or(u32::MAX),
+            rerun_index: u32::try_from(a.rerun_index.max(0)).unwrap_or(u32::MAX),
+            outcome: a.outcome,
+            role: role_of(control.get(a.attempt_id.as_str()).copied()),
+            batch: 0,
+            tool_calls: u32::try_from(a.server_tool_calls.max(0)).ok(),
+            step_budget: None,
+            cost_usd: a.cost_usd,
+            cost_floor_reasons: if a.cost_is_floor {
+                a.cost_floor_reasons
+                    .as_deref()
+                    .unwrap_or("cost marked as a floor")
+                    .split(';')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        })
+        .collect();
+    // Control rows whose attempt is not in the attempts table still count for their gate.
+    let known: BTreeSet<String> = attempts.iter().map(|a| a.attempt_id.clone()).collect();
+    for c in &t.controls {
+        if known.contains(&c.attempt_id) {
+            continue;
+        }
+        let mut index = 0;
+        for a in &attempts {
+            if a.task == c.task_id
+                && a.agent == c.agent_id
+                && a.role == role_of(Some(&c.control_kind))
+            {
+                index += 1;
+            }
+        }
+        attempts.push(Attempt {
+            attempt_id: c.attempt_id.clone(),
+            category: c.category.clone(),
+            server: c.server_id.clone().unwrap_or_default(),
+            agent: c.agent_id.clone(),
+            task: c.task_id.clone(),
+            class: TaskClass::Core,
+            capability: None,
+            attempt_index: index,
+            rerun_index: 0,
+            outcome: c.outcome,
+            role: role_of(Some(&c.control_kind)),
+            batch: 0,
+            tool_calls: None,
+            step_budget: None,
+            cost_usd: None,
+            cost_floor_reasons: Vec::new(),
+        });
+    }
+    let tool_calls = t
+        .tool_calls
+        .iter()
+        .map(|c| ToolCall {
+            attempt_id: c.attempt_id.clone(),
+            tool_name: c.tool_name.clone(),
+            tool_listed: c.tool_listed,
+            latency_ms: c.latency_ms,
+            is_error: c.status != "ok" || c.is_error == Some(true),
+        })
+        .collect();
+
+    let draft = &b.manifest.draft;
+    let mut advertised = BTreeMap::new();
+    let mut reference_servers = BTreeMap::new();
+    for v in draft.server_configs.values() {
+        if let Ok(sc) = serde_json::from_value::<ServerConfig>(v.clone()) {
+            let cat = sc.category.as_str().to_string();
+            let caps: BTreeSet<String> = sc
+                .capabilities
+                .iter()
+                .filter(|(_, tools)| !tools.is_empty())
+                .map(|(c, _)| c.clone())
+                .collect();
+            if sc.category_reference {
+                reference_servers.insert(cat.clone(), sc.id.clone());
+            }
+            advertised.insert((cat, sc.id.clone()), caps);
+        }
+    }
+    let mut low_sample_agents = BTreeSet::new();
+    for (id, v) in &draft.agent_configs {
+        if let Ok(ac) = serde_json::from_value::<AgentConfig>(v.clone())
+            && ac.kind == AgentKind::Codex
+        {
+            low_sample_agents.insert(id.clone());
+        }
+    }
+
+    // Lock check: every server and agent that ran a scored attempt is pinned.
+    let mut problems = Vec::new();
+    let servers: BTreeSet<&str> = attempts
+        .iter()
+        .filter(|a| a.role == Role::Scored)
+        .map(|a| a.server.as_str())
+        .collect();
+    let agents: BTreeSet<&str> = attempts
+        .iter()
+        .filter(|a| a.role == Role::Scored)
+        .map(|a| a.agent.as_str())
+        .collect();
+    for s in servers {
+        if !draft
+            .lock
+            .servers
+            .iter()
+            .any(|l| l.server_id == s && !l.version.is_empty())
+        {
+            problems.push(format!("server {s} has no pinned version"));
+        }
+    }
+    for a in agents {
+        if !draft.lock.agents.iter().any(|l| l.agent_id == a) {
+            problems.push(format!("agent {a} is not in the lock manifest"));
+        }
+    }
+    let mut safety: BTreeMap<(String, String, String), BTreeMap<String, String>> = BTreeMap::new();
+    for p in &t.probes {
+        if p.probe_kind == "safety"
+            && let Some(agent) = &p.agent_id
+        {
+            safety
+                .entry((p.category.clone(), agent.clone(), p.server_id.clone()))
+                .or_default()
+                .insert(p.probe_id.clone(), p.result.clone());
+        }
+    }
+    Input {
+        label: draft.bundle_id.clone(),
+        kind: "bundle".into(),
+        attempts,
+        tool_calls,
+        advertised,
+        core_capabilities: BTreeMap::new(),
+        reference_servers,
+        smoke_tasks: default_smoke_tasks(),
+        low_sample_agents,
+        tool_definition_tokens: BTreeMap::new(),
+        safety,
+        structural: Structural {
+            lock_complete: Some(problems.is_empty()),
+            lock_problems: problems,
+            lint_failures: BTreeMap::new(),
+            lint_checked: false,
+        },
+        strict_gates: true,
+    }
+}
 
 /// Load a sealed bundle directory.
 pub fn load_bundle(path: &Path) -> Result<Input, LoadError> {
-    Err(LoadError::Unsupported {
-        path: format!("{} (bundle reading is not available yet)", path.display()),
-    })
+    let b = read_bundle(path).map_err(|e| LoadError::Bundle {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(input_from_bundle(&b))
 }

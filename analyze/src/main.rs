@@ -104,8 +104,16 @@ fn run(args: Args) -> Result<(), Failure> {
     agentrank_analyze::write::write_all(&analysis, &args.out)
         .with_context(|| format!("writing to {}", args.out.display()))
         .map_err(Failure::Internal)?;
-    let refused = analysis.completion.iter().filter(|r| r.status == "REFUSED" && r.view == "headline").count();
-    let scored = analysis.completion.iter().filter(|r| r.status == "SCORED" && r.view == "headline").count();
+    let refused = analysis
+        .completion
+        .iter()
+        .filter(|r| r.status == "REFUSED" && r.view == "headline")
+        .count();
+    let scored = analysis
+        .completion
+        .iter()
+        .filter(|r| r.status == "SCORED" && r.view == "headline")
+        .count();
     println!(
         "analysed {} categories: {scored} scored cells, {refused} refused; wrote {}",
         analysis.document.categories.len(),
@@ -125,7 +133,11 @@ fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
-            let code = if e.use_stderr() { exit::BAD_INPUT } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::BAD_INPUT
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }

@@ -43,8 +43,14 @@ fn write_table<T: Serialize>(
         "agentrank.analysis_schema_version".to_string(),
         ANALYSIS_SCHEMA_VERSION.to_string(),
     )];
-    kv.push(KeyValue::new("agentrank.table".to_string(), name.to_string()));
-    kv.extend(meta.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())));
+    kv.push(KeyValue::new(
+        "agentrank.table".to_string(),
+        name.to_string(),
+    ));
+    kv.extend(
+        meta.iter()
+            .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+    );
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(3).map_err(|e| enc(e.to_string()))?,
@@ -55,7 +61,8 @@ fn write_table<T: Serialize>(
         path: p.clone(),
         source,
     })?;
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| enc(e.to_string()))?;
+    let mut w =
+        ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| enc(e.to_string()))?;
     w.write(&batch).map_err(|e| enc(e.to_string()))?;
     w.close().map_err(|e| enc(e.to_string()))?;
     Ok(())
@@ -69,25 +76,74 @@ pub fn write_all(analysis: &Analysis, dir: &Path) -> Result<(), WriteError> {
     })?;
     let m = &analysis.document.method;
     let meta = vec![
-        ("agentrank.methodology_version".to_string(), analysis.document.methodology_version.clone()),
+        (
+            "agentrank.methodology_version".to_string(),
+            analysis.document.methodology_version.clone(),
+        ),
         ("agentrank.seed".to_string(), m.seed.to_string()),
         ("agentrank.resamples".to_string(), m.resamples.to_string()),
-        ("agentrank.method".to_string(), serde_json::to_string(m).unwrap_or_default()),
+        (
+            "agentrank.method".to_string(),
+            serde_json::to_string(m).unwrap_or_default(),
+        ),
     ];
-    write_table(dir, "completion", &CompletionRow::fields(), &analysis.completion, &meta)?;
+    write_table(
+        dir,
+        "completion",
+        &CompletionRow::fields(),
+        &analysis.completion,
+        &meta,
+    )?;
     write_table(dir, "cells", &CellRow::fields(), &analysis.cells, &meta)?;
-    write_table(dir, "first_try", &FirstTryRow::fields(), &analysis.first_try, &meta)?;
-    write_table(dir, "agreement", &AgreementRow::fields(), &analysis.agreement, &meta)?;
+    write_table(
+        dir,
+        "first_try",
+        &FirstTryRow::fields(),
+        &analysis.first_try,
+        &meta,
+    )?;
+    write_table(
+        dir,
+        "agreement",
+        &AgreementRow::fields(),
+        &analysis.agreement,
+        &meta,
+    )?;
     write_table(dir, "gates", &GateRow::fields(), &analysis.gates, &meta)?;
-    write_table(dir, "attributes", &AttributeRow::fields(), &analysis.attributes, &meta)?;
-    write_table(dir, "latency", &LatencyRow::fields(), &analysis.latency, &meta)?;
-    write_table(dir, "separation", &SeparationRow::fields(), &analysis.separation, &meta)?;
-    write_table(dir, "anomalies", &AnomalyRow::fields(), &analysis.anomalies, &meta)?;
+    write_table(
+        dir,
+        "attributes",
+        &AttributeRow::fields(),
+        &analysis.attributes,
+        &meta,
+    )?;
+    write_table(
+        dir,
+        "latency",
+        &LatencyRow::fields(),
+        &analysis.latency,
+        &meta,
+    )?;
+    write_table(
+        dir,
+        "separation",
+        &SeparationRow::fields(),
+        &analysis.separation,
+        &meta,
+    )?;
+    write_table(
+        dir,
+        "anomalies",
+        &AnomalyRow::fields(),
+        &analysis.anomalies,
+        &meta,
+    )?;
     let path = dir.join("analysis.json");
-    let mut bytes = serde_json::to_vec_pretty(&analysis.document).map_err(|e| WriteError::Encode {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let mut bytes =
+        serde_json::to_vec_pretty(&analysis.document).map_err(|e| WriteError::Encode {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
     bytes.push(b'\n');
     std::fs::write(&path, bytes).map_err(|source| WriteError::Io {
         path: path.display().to_string(),

@@ -163,8 +163,16 @@ mod tests {
     fn critical_values_and_power_sawtooth() {
         // n = 18, θ = 0.9: P(X ≤ 13) = 0.02819 < 0.05 ≤ P(X ≤ 14) = 0.09820 → c = 13.
         assert_eq!(critical_value(18, 0.9, 0.05), Some(13));
-        assert!(close(binom_cdf(13, 18, 0.9), 0.028_193_856_513_256_687, 1e-12));
-        assert!(close(binom_cdf(14, 18, 0.9), 0.098_196_841_425_437_29, 1e-12));
+        assert!(close(
+            binom_cdf(13, 18, 0.9),
+            0.028_193_856_513_256_687,
+            1e-12
+        ));
+        assert!(close(
+            binom_cdf(14, 18, 0.9),
+            0.098_196_841_425_437_29,
+            1e-12
+        ));
         // Power against 0.8 at n = 18 = P(X ≤ 13 | 18, 0.8).
         assert!(close(
             achieved_power(18, 0.9, 0.8, 0.05),

@@ -40,11 +40,7 @@ pub struct BandEntry<'a> {
 /// **every** member; otherwise it opens the next band. Names are listed alphabetically within a band.
 pub fn bands(entries: &[BandEntry<'_>]) -> Vec<Vec<String>> {
     let mut order: Vec<&BandEntry<'_>> = entries.iter().collect();
-    order.sort_by(|a, b| {
-        b.point
-            .total_cmp(&a.point)
-            .then_with(|| a.name.cmp(b.name))
-    });
+    order.sort_by(|a, b| b.point.total_cmp(&a.point).then_with(|| a.name.cmp(b.name)));
     let mut out: Vec<Vec<&BandEntry<'_>>> = Vec::new();
     for e in order {
         match out.last_mut() {
@@ -138,11 +134,17 @@ mod tests {
         ];
         assert_eq!(
             bands(&entries),
-            vec![vec!["a".to_string(), "b".to_string()], vec!["c".into(), "d".into()]]
+            vec![
+                vec!["a".to_string(), "b".to_string()],
+                vec!["c".into(), "d".into()]
+            ]
         );
         // Alphabetical within a band regardless of point: z is best but listed last.
         let entries = vec![e("z", 0.9, 1, 2), e("m", 0.8, 1, 2)];
-        assert_eq!(bands(&entries), vec![vec!["m".to_string(), "z".to_string()]]);
+        assert_eq!(
+            bands(&entries),
+            vec![vec!["m".to_string(), "z".to_string()]]
+        );
         // All disjoint → one band each.
         let entries = vec![e("x", 0.9, 1, 1), e("y", 0.5, 2, 2), e("w", 0.1, 3, 3)];
         assert_eq!(bands(&entries).len(), 3);

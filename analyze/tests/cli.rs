@@ -1,0 +1,202 @@
+//! The binary end to end on synthetic attempts tables: outputs exist, are byte-identical across runs and
+//! thread counts, refusals appear as rows, and bad input maps to exit code 2.
+
+use agentrank_analyze::synthetic::{self, Spec};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_agentrank-analyze"))
+}
+
+fn write_sweep(dir: &Path, spec: &Spec) -> (PathBuf, PathBuf, PathBuf) {
+    let input = synthetic::generate(spec);
+    let a = dir.join("attempts.csv");
+    let t = dir.join("tool_calls.csv");
+    let c = dir.join("capabilities.csv");
+    std::fs::write(&a, synthetic::attempts_csv(&input)).expect("write attempts");
+    std::fs::write(&t, synthetic::tool_calls_csv(&input)).expect("write tool calls");
+    std::fs::write(&c, synthetic::capabilities_csv(&input)).expect("write capabilities");
+    (a, t, c)
+}
+
+fn run(a: &Path, t: &Path, c: &Path, out: &Path, threads: usize) {
+    let o = bin()
+        .arg(a)
+        .args([
+            "--seed",
+            "7",
+            "--resamples",
+            "400",
+            "--threads",
+            &threads.to_string(),
+        ])
+        .arg("--tool-calls")
+        .arg(t)
+        .arg("--capabilities")
+        .arg(c)
+        .args(["--reference-server", "databases=srv-0-00"])
+        .args(["--reference-server", "web-fetch=srv-1-00"])
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("run binary");
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("read out dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).expect("read file"),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn byte_identical_across_runs_and_thread_counts() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = Spec {
+        categories: 2,
+        ..Spec::full_size(11)
+    };
+    let (a, t, c) = write_sweep(tmp.path(), &spec);
+    let (o1, o2, o3) = (
+        tmp.path().join("o1"),
+        tmp.path().join("o2"),
+        tmp.path().join("o3"),
+    );
+    run(&a, &t, &c, &o1, 2);
+    run(&a, &t, &c, &o2, 2);
+    run(&a, &t, &c, &o3, 1);
+    let f1 = files(&o1);
+    let names: Vec<&str> = f1.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "agreement.parquet",
+            "analysis.json",
+            "anomalies.parquet",
+            "attributes.parquet",
+            "cells.parquet",
+            "completion.parquet",
+            "first_try.parquet",
+            "gates.parquet",
+            "latency.parquet",
+            "separation.parquet"
+        ]
+    );
+    assert_eq!(f1, files(&o2), "two runs with the same seed differ");
+    assert_eq!(f1, files(&o3), "one thread and two threads differ");
+
+    if let Ok(keep) = std::env::var("AGENTRANK_KEEP_OUTPUT") {
+        let _ = std::fs::copy(o1.join("analysis.json"), keep);
+    }
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(o1.join("analysis.json")).expect("json"))
+            .expect("parse");
+    // The documented layout.
+    let db = &doc["categories"]["databases"];
+    let cell = &db["completion"]["claude"]["srv-0-03"];
+    assert_eq!(cell["status"], "SCORED");
+    let point = cell["point"].as_f64().expect("point");
+    let ci = cell["ci"].as_array().expect("ci");
+    assert!(ci[0].as_f64().expect("lo") <= point && point <= ci[1].as_f64().expect("hi"));
+    assert!(db["ranks"]["claude"]["srv-0-03"]["interval"].is_array());
+    assert!(db["bands"]["claude"].is_array());
+    assert_eq!(db["agreement"]["pairs"].as_array().expect("pairs").len(), 6);
+    assert!(db["agreement"]["broadly_agree"].is_boolean());
+    assert!(db["gates"].is_array());
+    assert_eq!(doc["method"]["seed"], 7);
+    assert_eq!(doc["method"]["resamples"], 400);
+}
+
+#[test]
+fn different_seed_changes_intervals_not_points() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = Spec {
+        categories: 1,
+        controls: false,
+        ..Spec::full_size(3)
+    };
+    let (a, _, _) = write_sweep(tmp.path(), &spec);
+    let mut docs = Vec::new();
+    for seed in ["1", "2"] {
+        let out = tmp.path().join(format!("o{seed}"));
+        let o = bin()
+            .arg(&a)
+            .args(["--seed", seed, "--resamples", "300", "--out"])
+            .arg(&out)
+            .output()
+            .expect("run");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("analysis.json")).expect("json"))
+                .expect("parse");
+        docs.push(v);
+    }
+    let c0 = &docs[0]["categories"]["databases"]["completion"];
+    let c1 = &docs[1]["categories"]["databases"]["completion"];
+    let mut some_ci_differs = false;
+    for (agent, servers) in c0.as_object().expect("agents") {
+        for (server, e) in servers.as_object().expect("servers") {
+            let f = &c1[agent][server];
+            assert_eq!(
+                e["point"], f["point"],
+                "point estimates do not depend on the seed"
+            );
+            some_ci_differs |= e["ci"] != f["ci"];
+        }
+    }
+    assert!(
+        some_ci_differs,
+        "a different seed should move some interval"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_with_the_column_named() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let p = tmp.path().join("bad.csv");
+    std::fs::write(
+        &p,
+        "category,server,agent,task,outcome\ndatabases,s,a,t,PASS\n",
+    )
+    .expect("write");
+    let o = bin()
+        .arg(&p)
+        .arg("--out")
+        .arg(tmp.path().join("o"))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("attempt"), "{err}");
+    let p = tmp.path().join("bad2.csv");
+    std::fs::write(
+        &p,
+        "category,server,agent,task,attempt,outcome\ndatabases,s,a,t,x1,PASSED\n",
+    )
+    .expect("write");
+    let o = bin()
+        .arg(&p)
+        .arg("--out")
+        .arg(tmp.path().join("o"))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown outcome class"));
+    let o = bin().arg("--resamples").output().expect("run");
+    assert_eq!(o.status.code(), Some(2));
+}
