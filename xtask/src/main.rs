@@ -1,1 +1,237 @@
-fn main() {}
+//! The README's two commands.
+//!
+//! - `cargo xtask test`: installs what the tests need when it is missing — Debian packages with
+//!   `apt-get`, Python packages into `.cache/venv`, npm packages into `.cache/npm`, as declared per area in
+//!   `xtask/needs.toml` — runs each area's `prepare` commands, then `cargo clippy` and every workspace test.
+//! - `cargo xtask demo`: the main job on the built-in default: install the demo servers, run the demo
+//!   sweep, analyse it and render the site.
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Deserialize)]
+struct Needs {
+    areas: BTreeMap<String, Area>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Area {
+    #[serde(default)]
+    apt: Vec<String>,
+    #[serde(default)]
+    pip: Vec<String>,
+    #[serde(default)]
+    npm: Vec<String>,
+    /// Shell commands run (from the workspace root, with the test environment) after installing.
+    #[serde(default)]
+    prepare: Vec<String>,
+}
+
+fn root() -> PathBuf {
+    // xtask lives in <root>/xtask.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn load_needs(root: &Path) -> Result<Needs> {
+    let path = root.join("xtask/needs.toml");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn install_apt(packages: &[String]) -> Result<()> {
+    let missing: Vec<&String> = packages
+        .iter()
+        .filter(|p| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing Debian packages: {missing:?}");
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let apt = |args: &[&str]| {
+        let mut c = Command::new(sudo.first().copied().unwrap_or("apt-get"));
+        if !sudo.is_empty() {
+            c.arg("apt-get");
+        }
+        c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        c
+    };
+    run(&mut apt(&["update", "-q"]))?;
+    let mut install = apt(&["install", "-y", "-q", "--no-install-recommends"]);
+    install.args(missing.iter().map(|s| s.as_str()));
+    run(&mut install).context("installing Debian packages (needs root or sudo)")
+}
+
+fn python_venv(root: &Path, packages: &[String]) -> Result<PathBuf> {
+    let venv = root.join(".cache/venv");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
+            .context("creating the test Python environment (Debian: apt-get install python3-venv)")?;
+    }
+    if packages.is_empty() {
+        return Ok(python);
+    }
+    // Ask pip which requirements are already satisfied; install only when something is missing.
+    let check = "import sys\nfrom importlib.metadata import version, PackageNotFoundError\nmissing=[]\nfor spec in sys.argv[1:]:\n    name, _, want = spec.partition('==')\n    name = name.split('[')[0]\n    try:\n        have = version(name)\n        if want and have != want: missing.append(spec)\n    except PackageNotFoundError:\n        missing.append(spec)\nprint('\\n'.join(missing))\n";
+    let out = Command::new(&python)
+        .args(["-c", check])
+        .args(packages)
+        .output()
+        .context("checking installed Python packages")?;
+    let missing: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("xtask: installing Python packages: {missing:?}");
+        run(Command::new(&python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(&missing))?;
+    }
+    Ok(python)
+}
+
+fn npm_prefix(root: &Path, packages: &[String]) -> Result<PathBuf> {
+    let prefix = root.join(".cache/npm");
+    std::fs::create_dir_all(&prefix).with_context(|| format!("creating {}", prefix.display()))?;
+    let missing: Vec<&String> = packages
+        .iter()
+        .filter(|spec| {
+            // `name@version` (a scoped name starts with '@').
+            let (name, version) = match spec.rfind('@') {
+                Some(i) if i > 0 => (&spec[..i], Some(&spec[i + 1..])),
+                _ => (spec.as_str(), None),
+            };
+            let pkg = prefix.join("node_modules").join(name).join("package.json");
+            match std::fs::read_to_string(pkg) {
+                Err(_) => true,
+                Ok(text) => version.is_some_and(|v| !text.contains(&format!("\"version\": \"{v}\""))),
+            }
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("xtask: installing npm packages: {missing:?}");
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args(missing.iter().map(|s| s.as_str())))?;
+    }
+    Ok(prefix)
+}
+
+fn test(args: &[String]) -> Result<()> {
+    let root = root();
+    let needs = load_needs(&root)?;
+    let all = |f: fn(&Area) -> &Vec<String>| -> Vec<String> {
+        let mut v: Vec<String> = needs.areas.values().flat_map(|a| f(a).clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    install_apt(&all(|a| &a.apt))?;
+    let python = python_venv(&root, &all(|a| &a.pip))?;
+    let npm = npm_prefix(&root, &all(|a| &a.npm))?;
+    let env = |c: &mut Command| {
+        c.current_dir(&root)
+            .env("AGENTRANK_PYTHON", &python)
+            .env("AGENTRANK_NPM_PREFIX", &npm)
+            .env("AGENTRANK_CACHE", root.join(".cache"));
+    };
+    for (name, area) in &needs.areas {
+        for cmd in &area.prepare {
+            eprintln!("xtask: preparing {name}: {cmd}");
+            let mut c = Command::new("bash");
+            c.args(["-euo", "pipefail", "-c", cmd]);
+            env(&mut c);
+            run(&mut c).with_context(|| format!("prepare step of area {name} in xtask/needs.toml"))?;
+        }
+    }
+    if !args.iter().any(|a| a == "--no-clippy") {
+        let mut c = Command::new("cargo");
+        c.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+        env(&mut c);
+        run(&mut c)?;
+    }
+    let mut c = Command::new("cargo");
+    c.args(["test", "--workspace"]);
+    c.args(args.iter().filter(|a| *a != "--no-clippy"));
+    env(&mut c);
+    run(&mut c)
+}
+
+fn demo(_args: &[String]) -> Result<()> {
+    let root = root();
+    let sweep = root.join("sweeps/demo.toml");
+    if !sweep.exists() {
+        bail!(
+            "the demo sweep ({}) does not exist yet: the runner's sweep command is still being built",
+            sweep.display()
+        );
+    }
+    let cargo_run = |bin: &str, rest: &[&str]| {
+        let mut c = Command::new("cargo");
+        c.current_dir(&root)
+            .args(["run", "--release", "--quiet", "--bin", bin, "--"])
+            .args(rest);
+        c
+    };
+    run(&mut cargo_run("agentrank-run", &["install", "--sweep", "sweeps/demo.toml"]))?;
+    run(&mut cargo_run(
+        "agentrank-run",
+        &["sweep", "sweeps/demo.toml", "--out", "bundles/"],
+    ))?;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("demo") => demo(&args[1..]),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask test [--no-clippy] [cargo test args…]   install what tests need, then run every test\n       cargo xtask demo                                      demo sweep → analysis → site"
+            );
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
