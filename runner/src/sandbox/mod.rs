@@ -1,0 +1,432 @@
+//! Per-attempt worlds: the isolation backends (`netns`, `docker`, `none`), the fixture host and database
+//! forwarder they contain, and process-tree hygiene.
+//!
+//! One [`World`] per attempt. [`World::create`] builds the attempt's isolated network, starts its
+//! fixture host (and loopback canary) and its `db` forwarder to a [`crate::sidecar::Sidecar`] database;
+//! [`World::spawn`] starts the server under test inside it with only the allowlisted environment;
+//! [`World::teardown`] kills every process the attempt started (also detached daemons), removes the
+//! network and returns the fixture log. What the world actually applied — backend, whether it is
+//! isolated, which resource limits took effect — is reported by [`World::isolation`] for the bundle.
+//!
+//! The `netns` backend (see [`netns`]) is the default on Linux; `none` runs the server directly on the
+//! host for development only and says so (`isolated: false`); `docker` (see [`docker`]) builds the
+//! `docker run` invocation for operators who have an engine.
+
+pub mod cgroup;
+pub mod docker;
+mod forward;
+pub mod netns;
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agentrank_schema::fixture::{FixtureLog, FixtureSite};
+use agentrank_schema::records::FixtureHealthRecord;
+
+use crate::fixture_host::{FixtureHost, FixtureHostError};
+use crate::sidecar::Engine;
+
+/// The fixture host's address inside an attempt's network: `11.45.0.80`.
+///
+/// It must look like a public website to servers with SSRF protection, so it is taken from a globally
+/// routable block (11.0.0.0/8: not private, not shared, not loopback, link-local, documentation/TEST-NET
+/// or benchmarking space; Python's `ipaddress` reports it `is_global`). It exists only on the loopback of
+/// the attempt's own network namespace, which has no route anywhere else, so no packet to it ever
+/// leaves the machine.
+pub const FIXTURE_ADDR: Ipv4Addr = Ipv4Addr::new(11, 45, 0, 80);
+/// The database forwarder's address inside an attempt's network (`db`): `11.45.0.54`.
+pub const DB_ADDR: Ipv4Addr = Ipv4Addr::new(11, 45, 0, 54);
+/// The fixed `PATH` every sandboxed server gets (the equivalent of a container image's default).
+pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The `HOME` every sandboxed server gets.
+pub const SANDBOX_HOME: &str = "/home/runner";
+/// The `LANG` every sandboxed server gets.
+pub const SANDBOX_LANG: &str = "C.UTF-8";
+
+/// Isolation backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BackendKind {
+    /// A fresh network namespace, bubblewrap, cgroup limits (Linux, root).
+    Netns,
+    /// `docker run -i --rm --init` on an internal network per attempt.
+    Docker,
+    /// No isolation (development only; bundles are marked unisolated).
+    None,
+}
+
+impl BackendKind {
+    /// The name recorded in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Netns => "netns",
+            BackendKind::Docker => "docker",
+            BackendKind::None => "none",
+        }
+    }
+    /// Parses a recorded name.
+    pub fn parse(s: &str) -> Option<BackendKind> {
+        match s {
+            "netns" => Some(BackendKind::Netns),
+            "docker" => Some(BackendKind::Docker),
+            "none" => Some(BackendKind::None),
+            _ => None,
+        }
+    }
+}
+
+/// Resource limits requested for the server under test (Methodology §3.4: 2 GB / 2 CPUs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub memory_bytes: u64,
+    /// CPU quota in milli-CPUs (2000 = two CPUs).
+    pub cpu_millis: u64,
+    pub max_processes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 2 << 30,
+            cpu_millis: 2000,
+            max_processes: 512,
+        }
+    }
+}
+
+/// A database the attempt's `db` name should lead to.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseLink {
+    pub engine: Engine,
+    /// Where the runner reaches the sidecar (its TCP address on the host's loopback).
+    pub upstream: SocketAddr,
+}
+
+/// What to build for one attempt.
+#[derive(Debug, Clone)]
+pub struct WorldSpec {
+    pub attempt_id: String,
+    pub backend: BackendKind,
+    pub site: FixtureSite,
+    pub database: Option<DatabaseLink>,
+    pub limits: Limits,
+}
+
+/// How to start the server under test.
+#[derive(Debug, Clone, Default)]
+pub struct ServerCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The variables the server's configuration declares; nothing else from the runner's environment
+    /// reaches it (besides `HOME`, `LANG` and the fixed `PATH`).
+    pub env: BTreeMap<String, String>,
+    /// Host paths made visible read-only at the same path inside the sandbox (installed packages).
+    pub read_only_paths: Vec<PathBuf>,
+}
+
+/// What a world reports about its isolation, for the bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsolationReport {
+    pub backend: BackendKind,
+    /// False only for the `none` backend: bundles made with it are unisolated.
+    pub isolated: bool,
+    /// The limits that actually took effect, as `name=value` strings (e.g. `cgroup.memory=2147483648`).
+    pub applied_limits: Vec<String>,
+    /// Requested limits that could not be applied, with the reason.
+    pub missing_limits: Vec<String>,
+    /// The fixture site's URL as the server sees it.
+    pub fixture_url: String,
+    /// The database host and port as the server sees them, if the attempt has a database.
+    pub database_endpoint: Option<(String, u16)>,
+}
+
+/// What teardown found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeardownReport {
+    pub fixture_log: FixtureLog,
+    /// Processes of the attempt that were still alive and had to be killed.
+    pub processes_killed: usize,
+    /// Processes still alive after teardown (should always be zero; nonzero is a harness fault).
+    pub processes_left: usize,
+}
+
+/// Errors of the sandbox module.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Command {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("joining the attempt network: {0}")]
+    Namespace(String),
+    #[error(transparent)]
+    Fixture(#[from] FixtureHostError),
+    #[error("the {0} backend cannot do this here: {1}")]
+    Unsupported(&'static str, String),
+}
+
+pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SandboxError {
+    let what = what.into();
+    move |source| SandboxError::Io { what, source }
+}
+
+/// Runs a short administrative command (ip, mount helpers) to completion.
+pub(crate) fn run_admin(cmd: &mut Command) -> Result<String, SandboxError> {
+    let command = format!(
+        "{} {}",
+        cmd.get_program().to_string_lossy(),
+        cmd.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(io_err(format!("run {command}")))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(SandboxError::Command {
+            command,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+}
+
+/// The per-backend machinery behind a [`World`].
+enum Inner {
+    Netns(netns::NetnsWorld),
+    Unisolated(UnisolatedWorld),
+}
+
+/// One attempt's world.
+pub struct World {
+    attempt_id: String,
+    inner: Inner,
+    host: Option<FixtureHost>,
+    forwarder: Option<forward::Forwarder>,
+    report: IsolationReport,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("attempt_id", &self.attempt_id)
+            .field("report", &self.report)
+            .finish_non_exhaustive()
+    }
+}
+
+impl World {
+    /// Builds the world: network, fixture host, canaries, database forwarder. Spawn the server with
+    /// [`World::spawn`] from a thread that outlives the attempt (the server dies with that thread).
+    pub fn create(spec: WorldSpec) -> Result<World, SandboxError> {
+        match spec.backend {
+            BackendKind::Netns => {
+                let ns = netns::NetnsWorld::create(&spec)?;
+                let (site_l, canary_l, db_l) = ns.bind_listeners(&spec)?;
+                let host = FixtureHost::start(spec.site.clone(), site_l, canary_l)?;
+                let forwarder = match (db_l, spec.database) {
+                    (Some(l), Some(db)) => Some(forward::Forwarder::start(l, db.upstream)?),
+                    _ => None,
+                };
+                let report = IsolationReport {
+                    backend: BackendKind::Netns,
+                    isolated: true,
+                    applied_limits: ns.applied_limits(),
+                    missing_limits: ns.missing_limits(),
+                    fixture_url: format!("http://{}", agentrank_schema::fixture::FIXTURE_HOST_NAME),
+                    database_endpoint: spec
+                        .database
+                        .map(|d| (agentrank_schema::fixture::DATABASE_HOST_NAME.to_owned(), d.engine.default_port())),
+                };
+                Ok(World { attempt_id: spec.attempt_id, inner: Inner::Netns(ns), host: Some(host), forwarder, report })
+            }
+            BackendKind::None => {
+                let site_l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("bind fixture listener"))?;
+                let canary_l = match &spec.site.canaries.loopback {
+                    Some(c) => {
+                        Some(TcpListener::bind((Ipv4Addr::LOCALHOST, c.port)).map_err(io_err("bind canary listener"))?)
+                    }
+                    None => None,
+                };
+                let host = FixtureHost::start(spec.site.clone(), site_l, canary_l)?;
+                let report = IsolationReport {
+                    backend: BackendKind::None,
+                    isolated: false,
+                    applied_limits: Vec::new(),
+                    missing_limits: vec!["all: the none backend applies no isolation and no limits".into()],
+                    fixture_url: format!("http://{}", host.site_addr()),
+                    database_endpoint: spec.database.map(|d| (d.upstream.ip().to_string(), d.upstream.port())),
+                };
+                Ok(World {
+                    attempt_id: spec.attempt_id,
+                    inner: Inner::Unisolated(UnisolatedWorld { children: Vec::new() }),
+                    host: Some(host),
+                    forwarder: None,
+                    report,
+                })
+            }
+            BackendKind::Docker => Err(SandboxError::Unsupported(
+                "docker",
+                "the runner drives docker through `docker::run_args`; in-process worlds are netns or none".into(),
+            )),
+        }
+    }
+
+    /// The attempt this world belongs to.
+    pub fn attempt_id(&self) -> &str {
+        &self.attempt_id
+    }
+
+    /// What this world applied.
+    pub fn isolation(&self) -> &IsolationReport {
+        &self.report
+    }
+
+    /// The command that starts `server` inside the world (stdin/stdout/stderr left to the caller).
+    pub fn command(&self, server: &ServerCommand) -> Result<Command, SandboxError> {
+        match &self.inner {
+            Inner::Netns(ns) => ns.command(server),
+            Inner::Unisolated(_) => {
+                let mut cmd = Command::new(&server.program);
+                cmd.args(&server.args)
+                    .env_clear()
+                    .envs(&server.env)
+                    .envs(base_env());
+                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+                Ok(cmd)
+            }
+        }
+    }
+
+    /// Starts `server` inside the world with piped stdin/stdout/stderr; the world keeps track of it.
+    pub fn spawn(&mut self, server: &ServerCommand) -> Result<Child, SandboxError> {
+        let mut cmd = self.command(server)?;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = cmd
+            .spawn()
+            .map_err(io_err(format!("spawn {}", server.program)))?;
+        match &mut self.inner {
+            Inner::Netns(_) => {}
+            Inner::Unisolated(u) => u.children.push(child.id()),
+        }
+        Ok(child)
+    }
+
+    /// A TCP connection to `addr` made from inside the attempt's network (what the server would get).
+    pub fn connect_inside(&self, addr: SocketAddr) -> std::io::Result<TcpStream> {
+        match &self.inner {
+            Inner::Netns(ns) => ns.connect(addr),
+            Inner::Unisolated(_) => TcpStream::connect_timeout(&addr, Duration::from_secs(5)),
+        }
+    }
+
+    /// The fixture site's socket address as seen from inside the world.
+    pub fn fixture_addr(&self) -> SocketAddr {
+        match &self.inner {
+            Inner::Netns(_) => SocketAddr::from((FIXTURE_ADDR, 80)),
+            Inner::Unisolated(_) => self
+                .host
+                .as_ref()
+                .map(FixtureHost::site_addr)
+                .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+        }
+    }
+
+    /// Checks the fixture host through the world's own network; the result is a `fixture_health` row.
+    pub fn health_check(&self) -> FixtureHealthRecord {
+        let addr = self.fixture_addr();
+        match &self.host {
+            Some(h) => h.health_check(&self.attempt_id, &|| self.connect_inside(addr)),
+            None => FixtureHealthRecord {
+                attempt_id: self.attempt_id.clone(),
+                component: "fixture-host".into(),
+                checked_at: 0,
+                healthy: false,
+                latency_ms: None,
+                detail: "fixture host not running".into(),
+            },
+        }
+    }
+
+    /// The fixture log so far.
+    pub fn fixture_log(&self) -> FixtureLog {
+        self.host.as_ref().map(FixtureHost::log).unwrap_or_default()
+    }
+
+    /// Kills every process of the attempt, removes its network and returns the fixture log.
+    pub fn teardown(mut self) -> Result<TeardownReport, SandboxError> {
+        self.teardown_inner()
+    }
+
+    fn teardown_inner(&mut self) -> Result<TeardownReport, SandboxError> {
+        let (killed, left) = match &mut self.inner {
+            Inner::Netns(ns) => ns.kill_all()?,
+            Inner::Unisolated(u) => u.kill_all(),
+        };
+        if let Some(f) = self.forwarder.take() {
+            f.stop();
+        }
+        let fixture_log = self
+            .host
+            .take()
+            .map(FixtureHost::shutdown)
+            .unwrap_or_default();
+        if let Inner::Netns(ns) = &mut self.inner {
+            ns.remove()?;
+        }
+        Ok(TeardownReport {
+            fixture_log,
+            processes_killed: killed,
+            processes_left: left,
+        })
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = self.teardown_inner();
+    }
+}
+
+/// The variables every sandboxed server gets besides its declared ones.
+pub fn base_env() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("HOME".to_owned(), SANDBOX_HOME.to_owned()),
+        ("LANG".to_owned(), SANDBOX_LANG.to_owned()),
+        ("PATH".to_owned(), SANDBOX_PATH.to_owned()),
+    ])
+}
+
+/// The `none` backend's bookkeeping: the process groups it started.
+struct UnisolatedWorld {
+    children: Vec<u32>,
+}
+
+impl UnisolatedWorld {
+    fn kill_all(&mut self) -> (usize, usize) {
+        let mut killed = 0;
+        for pid in self.children.drain(..) {
+            let pgid = nix::unistd::Pid::from_raw(pid as i32);
+            if nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL).is_ok() {
+                killed += 1;
+            }
+        }
+        // Daemons that left the process group cannot be found without isolation; the report says so.
+        (killed, 0)
+    }
+}
