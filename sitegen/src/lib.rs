@@ -11,9 +11,12 @@
 //! - [`linkcheck`]: the internal link checker.
 
 pub mod chart;
+pub mod content;
 pub mod input;
 pub mod linkcheck;
+pub mod load;
 pub mod markdown;
+pub mod output;
 pub mod pages;
 pub mod paths;
 pub mod redact;

@@ -68,6 +68,7 @@ fn unescape(s: &str) -> String {
     s.replace("&amp;", "&")
         .replace("&quot;", "\"")
         .replace("&#x27;", "'")
+        .replace("&#39;", "'")
         .replace("&#x2f;", "/")
         .replace("&#x2F;", "/")
         .replace("&lt;", "<")

@@ -250,8 +250,8 @@ pub fn common(input: &SiteInput, path: &str, title: &str, description: &str) -> 
         });
     }
     Common {
-        title: title.to_string(),
-        description: description.to_string(),
+        title: visible(title),
+        description: visible(description),
         css: paths::rel(path, "style.css"),
         home: paths::rel(path, &paths::home()),
         nav,
@@ -617,8 +617,14 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
                 Some(i) => anchor(&path, &cell_path, "completion", pct(i.estimate)),
                 None => anchor(&path, &cell_path, "refusal", "refused"),
             },
-            low: interval.map(|i| pct(i.low)).unwrap_or_else(|| "—".into()),
-            high: interval.map(|i| pct(i.high)).unwrap_or_else(|| "—".into()),
+            low: match interval {
+                Some(i) => anchor(&path, &cell_path, "ci", pct(i.low)),
+                None => anchor(&path, &cell_path, "refusal", "none"),
+            },
+            high: match interval {
+                Some(i) => anchor(&path, &cell_path, "ci", pct(i.high)),
+                None => anchor(&path, &cell_path, "refusal", "none"),
+            },
         });
     }
     let chart_svg = interval_svg(

@@ -94,7 +94,7 @@ const PATTERNS: &[(Rule, &str)] = &[
     ),
     (
         Rule::HostPath,
-        r"(?:/home/[A-Za-z0-9._-]+|/Users/[A-Za-z0-9._ -]+|/root/|/var/folders/|[A-Za-z]:\\\\?Users\\\\?[A-Za-z0-9._ -]+)",
+        r"(?:/home/[A-Za-z0-9._-]+|/Users/[A-Za-z0-9._ -]+|/root/|/var/folders/|[A-Za-z]:(?:\\){1,4}Users(?:\\){1,4}[A-Za-z0-9._ -]+)",
     ),
     (
         Rule::UrlCredentials,

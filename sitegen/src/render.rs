@@ -3,7 +3,7 @@
 //! name the template and line.
 
 use crate::pages::PageModel;
-use minijinja::{Environment, UndefinedBehavior, Value, context};
+use minijinja::{AutoEscape, Environment, Output, State, UndefinedBehavior, Value, context};
 
 /// Every template, by name, embedded from `templates/`.
 pub const TEMPLATES: &[(&str, &str)] = &[
@@ -62,6 +62,41 @@ impl TemplateError {
     }
 }
 
+/// Escape text for HTML: `&`, `<`, `>`, `"` and `'` (enough for element content and double- or
+/// single-quoted attribute values; `/` is left alone so links stay readable).
+pub fn escape_html(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// The formatter: strings not marked safe are escaped with [`escape_html`] in HTML templates;
+/// everything else goes through minijinja's own formatter.
+fn format_value(
+    out: &mut Output,
+    state: &mut State,
+    value: &Value,
+) -> Result<(), minijinja::Error> {
+    if matches!(state.auto_escape(), AutoEscape::Html)
+        && !value.is_safe()
+        && let Some(s) = value.as_str()
+    {
+        let mut buf = String::with_capacity(s.len() + 16);
+        escape_html(s, &mut buf);
+        return out
+            .write_str(&buf)
+            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, e.to_string()));
+    }
+    minijinja::escape_formatter(out, state, value)
+}
+
 /// The template environment.
 #[derive(Debug)]
 pub struct Renderer {
@@ -86,6 +121,7 @@ impl Renderer {
             .build()
             .map_err(|e| TemplateError::from_minijinja("(syntax)", &e))?;
         env.set_syntax(syntax);
+        env.set_formatter(format_value);
         for (name, src) in templates {
             env.add_template(name, src)
                 .map_err(|e| TemplateError::from_minijinja(name, &e))?;

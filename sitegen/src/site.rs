@@ -37,7 +37,7 @@ pub enum BuildError {
     DuplicatePath(String),
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
     let mut s = String::with_capacity(64);
     for b in d.iter() {

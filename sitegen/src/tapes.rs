@@ -3,6 +3,7 @@
 //! plane) into one timeline with request→response latencies, and redacting private-set prompts from
 //! the agent plane before a tape is published. Pure: bytes in, values out.
 
+use agentrank_schema::tape::{Dir, TapeLine};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -27,10 +28,14 @@ impl Plane {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TapeEvent {
     pub plane: Plane,
-    /// Microseconds since the epoch.
+    /// Microseconds since the epoch: the tape's `started_at` plus the line's `t`.
     pub t_us: i64,
+    /// `in`/`out` on the wire plane; the turn's role on the agent plane.
     pub dir: String,
+    /// The wire line verbatim, or the agent turn as JSON.
     pub raw: String,
+    /// For agent turns: `kind` and tool (a short label).
+    pub label: Option<String>,
     /// 1-based line in the tape.
     pub line: usize,
 }
@@ -38,11 +43,14 @@ pub struct TapeEvent {
 /// A decoded tape.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tape {
+    pub started_at: i64,
     pub meta: Option<String>,
     pub end: Option<String>,
     pub events: Vec<TapeEvent>,
     /// Lines that could not be read, with their line numbers.
     pub unreadable: Vec<usize>,
+    /// Lines of a type this reader does not know (kept out of the timeline).
+    pub unknown: usize,
 }
 
 /// A tape could not be decoded at all.
@@ -69,23 +77,18 @@ pub fn compress(text: &str) -> Result<Vec<u8>, TapeError> {
     zstd::stream::encode_all(text.as_bytes(), 3).map_err(TapeError::Zstd)
 }
 
-/// The user prompts an agent-plane tape carries: the string `content` (or `text`, `prompt`) of every
-/// event whose raw JSON has `role: "user"` or `type: "prompt"`.
+/// The user prompts an agent-plane tape carries: the text of every `user` `message` turn.
 pub fn user_prompts(tape: &Tape) -> Vec<String> {
     let mut out = Vec::new();
-    for e in &tape.events {
-        let Ok(v) = serde_json::from_str::<Value>(&e.raw) else {
-            continue;
-        };
-        let is_user = v.get("role").and_then(Value::as_str) == Some("user")
-            || v.get("type").and_then(Value::as_str) == Some("prompt");
-        if !is_user {
-            continue;
-        }
-        for k in ["content", "text", "prompt"] {
-            if let Some(s) = v.get(k).and_then(Value::as_str) {
-                out.push(s.to_string());
-            }
+    for e in tape
+        .events
+        .iter()
+        .filter(|e| e.plane == Plane::Agent && e.dir == "user")
+    {
+        if let Ok(TapeLine::Turn(t)) = TapeLine::parse(&e.raw)
+            && let Some(text) = t.text
+        {
+            out.push(text);
         }
     }
     out.sort();
@@ -93,56 +96,44 @@ pub fn user_prompts(tape: &Tape) -> Vec<String> {
     out
 }
 
-fn time_of(v: &Value) -> Option<i64> {
-    match v.get("t")? {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().map(|f| (f * 1_000_000.0) as i64)),
-        _ => None,
-    }
-}
-
-/// Parse tape JSONL text. A line with `t` and `dir` is an event (its `raw` kept as text, or re-encoded
-/// when it is a JSON value); a `meta`/`end` line is kept aside; anything else is counted unreadable.
+/// Parse tape JSONL text (mcp-tape v1, read line by line with the schema crate's parser so a bad line
+/// costs only that line). Times become absolute: the meta line's `started_at` plus each line's `t`.
 pub fn parse(plane: Plane, text: &str) -> Tape {
     let mut tape = Tape::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            tape.unreadable.push(i + 1);
-            continue;
-        };
-        let kind = v
-            .get("type")
-            .or_else(|| v.get("kind"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if kind == "meta" || v.get("meta").is_some() {
-            tape.meta = Some(line.to_string());
-            continue;
-        }
-        if kind == "end" || v.get("end").is_some() {
-            tape.end = Some(line.to_string());
-            continue;
-        }
-        match (time_of(&v), v.get("dir").and_then(Value::as_str)) {
-            (Some(t), Some(dir)) => {
-                let raw = match v.get("raw") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                tape.events.push(TapeEvent {
-                    plane,
-                    t_us: t,
-                    dir: dir.to_string(),
-                    raw,
-                    line: i + 1,
-                });
+        match TapeLine::parse(line) {
+            Ok(TapeLine::Meta(m)) => {
+                tape.started_at = m.started_at;
+                tape.meta = Some(line.to_string());
             }
-            _ => tape.unreadable.push(i + 1),
+            Ok(TapeLine::End(_)) => tape.end = Some(line.to_string()),
+            Ok(TapeLine::Message(m)) => tape.events.push(TapeEvent {
+                plane,
+                t_us: tape.started_at + m.t,
+                dir: match m.dir {
+                    Dir::In => "in".to_string(),
+                    Dir::Out => "out".to_string(),
+                },
+                raw: m.raw,
+                label: None,
+                line: i + 1,
+            }),
+            Ok(TapeLine::Turn(t)) => tape.events.push(TapeEvent {
+                plane,
+                t_us: tape.started_at + t.t,
+                dir: t.role.clone(),
+                label: Some(match &t.tool {
+                    Some(tool) => format!("{} {tool}", t.kind),
+                    None => t.kind.clone(),
+                }),
+                raw: line.to_string(),
+                line: i + 1,
+            }),
+            Ok(TapeLine::Unknown(_)) => tape.unknown += 1,
+            Err(_) => tape.unreadable.push(i + 1),
         }
     }
     tape
@@ -207,7 +198,10 @@ pub fn merge<'a>(wire: &'a Tape, agent: &'a Tape) -> Vec<MergedEvent<'a>> {
     let mut pending: BTreeMap<String, i64> = BTreeMap::new();
     let mut out = Vec::with_capacity(all.len());
     for e in all {
-        let (summary, response_id, is_response) = summarize(&e.raw);
+        let (summary, response_id, is_response) = match &e.label {
+            Some(label) => (label.clone(), None, false),
+            None => summarize(&e.raw),
+        };
         let mut latency_ms = None;
         if e.plane == Plane::Wire {
             if is_response {
@@ -261,12 +255,14 @@ pub fn redact_prompts(text: &str, prompts: &[&str]) -> (String, usize) {
 mod tests {
     use super::*;
 
-    const WIRE: &str = r#"{"type":"meta","version":1}
-{"t":1000,"dir":"c2s","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"fetch\"}}"}
-{"t":251000,"dir":"s2c","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}"}
-{"type":"end"}
+    const WIRE: &str = r#"{"type":"meta","v":1,"plane":"mcp","attempt_id":"a1","started_at":1000}
+{"t":0,"dir":"in","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"fetch\"}}"}
+{"t":250000,"dir":"out","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}"}
+{"type":"end","t":250001,"reason":"eof"}
 "#;
-    const AGENT: &str = r#"{"t":500,"dir":"out","raw":{"type":"tool_call","name":"fetch"}}
+    const AGENT: &str = r#"{"type":"meta","v":1,"plane":"agent","attempt_id":"a1","started_at":0}
+{"type":"turn","t":500,"role":"user","kind":"message","text":"Find the \"code\" now"}
+{"type":"turn","t":900,"role":"assistant","kind":"tool_call","tool":"fetch"}
 not json
 "#;
 
@@ -275,23 +271,27 @@ not json
         let w = parse(Plane::Wire, WIRE);
         let a = parse(Plane::Agent, AGENT);
         assert!(w.meta.is_some() && w.end.is_some());
-        assert_eq!(a.unreadable, vec![2]);
+        assert_eq!(a.unreadable, vec![4]);
         let m = merge(&w, &a);
         let planes: Vec<Plane> = m.iter().map(|e| e.event.plane).collect();
-        assert_eq!(planes, [Plane::Agent, Plane::Wire, Plane::Wire]);
-        assert_eq!(m[1].summary, "tools/call fetch #1");
-        assert_eq!(m[2].latency_ms, Some(250.0));
-        assert_eq!(m[2].offset_ms, 250.5);
+        assert_eq!(
+            planes,
+            [Plane::Agent, Plane::Agent, Plane::Wire, Plane::Wire]
+        );
+        assert_eq!(m[1].summary, "tool_call fetch");
+        assert_eq!(m[2].summary, "tools/call fetch #1");
+        assert_eq!(m[3].latency_ms, Some(250.0));
+        assert_eq!(m[3].offset_ms, 250.5);
+        assert_eq!(user_prompts(&a), vec!["Find the \"code\" now".to_string()]);
     }
 
     #[test]
     fn compress_round_trips_and_prompts_redact() {
         let z = compress(WIRE).expect("compress");
         assert_eq!(decompress(&z).expect("decompress"), WIRE);
-        let text = r#"{"t":1,"dir":"in","raw":{"role":"user","content":"Find the \"code\" now"}}"#;
-        let (out, n) = redact_prompts(text, &["Find the \"code\" now"]);
+        let (out, n) = redact_prompts(AGENT, &["Find the \"code\" now"]);
         assert_eq!(n, 1);
         assert!(!out.contains("code"));
-        assert!(serde_json::from_str::<Value>(&out).is_ok());
+        assert_eq!(parse(Plane::Agent, &out).events.len(), 2);
     }
 }

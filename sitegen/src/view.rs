@@ -100,8 +100,8 @@ pub struct BoardGroup {
 pub struct ChartRow {
     pub label: String,
     pub estimate: Link,
-    pub low: String,
-    pub high: String,
+    pub low: Link,
+    pub high: Link,
 }
 
 /// The board for one (category, agent).

@@ -1,0 +1,617 @@
+//! The loading edge: reads a sealed bundle (through the schema crate's reader), its files and task
+//! catalog snapshot, and an analysis directory (the analysis Parquet tables and `analysis.json`), and
+//! gathers them into [`SiteInput`]. Descriptive parts (server and agent configurations in the manifest,
+//! the catalog TOML) are read leniently, field by field, so a new optional field never breaks the site.
+
+use crate::input::*;
+use agentrank_schema::analysis as an;
+use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// What can go wrong loading the site's input.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading bundle {path}: {source}")]
+    Bundle {
+        path: PathBuf,
+        source: agentrank_schema::bundle::BundleError,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Format { path: PathBuf, message: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
+    move |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn s(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(io(dir))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io(dir))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, base, out)?;
+        } else {
+            out.push(p);
+        }
+    }
+    let _ = base;
+    Ok(())
+}
+
+fn server_input(id: &str, v: &Value) -> ServerInput {
+    let pkg = v.get("package").cloned().unwrap_or(Value::Null);
+    let launch = v.get("launch").cloned().unwrap_or(Value::Null);
+    let modes = v.get("modes").cloned().unwrap_or(Value::Null);
+    let strings = |x: Option<&Value>| -> Vec<String> {
+        x.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ServerInput {
+        id: id.to_string(),
+        category: s(v, "category"),
+        display_name: Some(s(v, "name"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| id.to_string()),
+        package: format!("{} ({})", s(&pkg, "name"), s(&pkg, "registry")),
+        version: s(&pkg, "version"),
+        command: s(&launch, "command"),
+        args: strings(launch.get("args")),
+        env: launch
+            .get("env")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str()
+                                .map(String::from)
+                                .unwrap_or_else(|| v.to_string()),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        engine: v.get("engine").and_then(Value::as_str).map(String::from),
+        default_mode: Some(s(&modes, "default"))
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "not recorded".into()),
+        write_mode: modes.get("write").map(|w| {
+            let d = s(w, "documented");
+            let args = strings(w.get("args")).join(" ");
+            if d.is_empty() {
+                args
+            } else {
+                format!("{args} ({d})")
+            }
+        }),
+        reference_row: s(v, "row") == "reference",
+        config_fixes: v
+            .get("fixes")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|f| (s(f, "problem"), s(f, "fix"))).collect())
+            .unwrap_or_default(),
+        capability_map: v
+            .get("capabilities")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, t)| (k.clone(), strings(Some(t))))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        homepage: v.get("homepage").and_then(Value::as_str).map(String::from),
+    }
+}
+
+fn agent_input(id: &str, v: &Value) -> AgentInput {
+    let settings = v
+        .get("settings")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| v.to_string())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let program = match (
+        v.get("kind").and_then(Value::as_str),
+        v.get("program_version").and_then(Value::as_str),
+    ) {
+        (Some(k), Some(ver)) => format!("{k} {ver}"),
+        (Some(k), None) => k.to_string(),
+        _ => id.to_string(),
+    };
+    AgentInput {
+        id: id.to_string(),
+        program,
+        model_id: v.get("model").and_then(Value::as_str).map(String::from),
+        settings: if settings.is_empty() {
+            "defaults".into()
+        } else {
+            settings
+        },
+        tool_output_limit: v
+            .get("tool_output_limit")
+            .and_then(Value::as_u64)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "the program's default".into()),
+        low_sample: v
+            .get("low_sample")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    }
+}
+
+/// Tasks and capability lists from a catalog snapshot directory of TOML files.
+fn read_catalog(
+    dir: &Path,
+) -> Result<(Vec<TaskInput>, BTreeMap<String, Vec<(String, String)>>), LoadError> {
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files)?;
+    let mut tasks = Vec::new();
+    let mut caps = BTreeMap::new();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "toml"))
+    {
+        let text = fs::read_to_string(f).map_err(io(f))?;
+        let doc: toml::Value = toml::from_str(&text).map_err(|e| LoadError::Format {
+            path: f.clone(),
+            message: e.to_string(),
+        })?;
+        let doc: Value = serde_json::to_value(&doc).map_err(|e| LoadError::Format {
+            path: f.clone(),
+            message: e.to_string(),
+        })?;
+        let category = s(&doc, "category");
+        if let Some(c) = doc.get("capabilities") {
+            let mut list = Vec::new();
+            for class in ["core", "extended"] {
+                for cap in c.get(class).and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(cap) = cap.as_str() {
+                        list.push((cap.to_string(), class.to_string()));
+                    }
+                }
+            }
+            caps.insert(category.clone(), list);
+        }
+        for t in doc
+            .get("task")
+            .or_else(|| doc.get("tasks"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let verify = t
+                .get("verify")
+                .or_else(|| t.get("verifiers"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            tasks.push(TaskInput {
+                id: s(t, "id"),
+                version: t
+                    .get("version")
+                    .map(|v| {
+                        v.as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| v.to_string())
+                    })
+                    .unwrap_or_else(|| "1".into()),
+                category: Some(s(t, "category"))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| category.clone()),
+                capability: s(t, "capability"),
+                class: s(t, "class"),
+                tier: s(t, "tier"),
+                set: Some(s(t, "set"))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| "dev".into()),
+                rationale: s(t, "rationale"),
+                environment: s(t, "environment"),
+                prompt: s(t, "prompt"),
+                answer_kind: s(t, "answer_kind"),
+                predicate: serde_json::to_string_pretty(&serde_json::json!({ "all": verify }))
+                    .unwrap_or_default(),
+                quarantined: None,
+            });
+        }
+    }
+    tasks.sort_by(|a, b| a.category.cmp(&b.category).then(a.id.cmp(&b.id)));
+    Ok((tasks, caps))
+}
+
+/// Load one sealed bundle.
+pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
+    let b: LoadedBundle = read_bundle(dir).map_err(|source| LoadError::Bundle {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let d = &b.manifest.draft;
+    let mut lock = BTreeMap::new();
+    for sv in &d.lock.servers {
+        lock.insert(
+            format!("server {}", sv.server_id),
+            format!("{} {} ({})", sv.package, sv.version, sv.registry),
+        );
+    }
+    for ag in &d.lock.agents {
+        lock.insert(
+            format!("agent {}", ag.agent_id),
+            format!("{} {}", ag.program, ag.program_version),
+        );
+    }
+    for im in &d.lock.images {
+        lock.insert(format!("image {}", im.name), im.image_id.clone());
+    }
+    let meta = BundleMeta {
+        bundle_id: d.bundle_id.clone(),
+        sweep_id: d.sweep_id.clone(),
+        methodology_version: d.methodology_version.clone(),
+        catalog_version: d.catalog_version.clone(),
+        schema_version: b.manifest.schema_version.clone(),
+        sealed_at: d.created_at.clone(),
+        isolation_backend: if d.unisolated {
+            "none".into()
+        } else {
+            d.isolation_backend.clone()
+        },
+        credential_context: d.credential_context.clone(),
+        plan_hash: d.plan_hash.clone(),
+        lock,
+        timeout_budgets: d
+            .timeout_budgets_s
+            .iter()
+            .map(|(k, v)| (k.clone(), i64::try_from(*v).unwrap_or(i64::MAX)))
+            .collect(),
+    };
+    let servers = d
+        .server_configs
+        .iter()
+        .map(|(id, v)| server_input(id, v))
+        .collect();
+    let agents = d
+        .agent_configs
+        .iter()
+        .map(|(id, v)| agent_input(id, v))
+        .collect();
+    let (mut tasks, capabilities) = match &b.manifest.catalog_snapshot {
+        Some(rel) => read_catalog(&dir.join(rel))?,
+        None => (Vec::new(), BTreeMap::new()),
+    };
+    let tables = b.tables;
+    for t in &mut tasks {
+        if let Some(a) = tables.attempts.iter().find(|a| a.task_id == t.id) {
+            t.version = a.task_version.clone();
+        }
+        let leak: Vec<&str> = tables
+            .controls
+            .iter()
+            .filter(|c| c.task_id == t.id && c.control_kind == "no-server" && c.passed)
+            .map(|c| c.agent_id.as_str())
+            .collect();
+        if !leak.is_empty() {
+            t.quarantined = Some(format!(
+                "the no-server control passed with agent(s) {}",
+                leak.join(", ")
+            ));
+        } else if tables
+            .attempts
+            .iter()
+            .any(|a| a.task_id == t.id && a.outcome == agentrank_schema::OutcomeClass::InvalidLeak)
+        {
+            t.quarantined = Some(
+                "an attempt passed every verifier with zero server calls (INVALID_LEAK)".into(),
+            );
+        }
+    }
+    let mut paths = Vec::new();
+    walk(dir, dir, &mut paths)?;
+    let sums: BTreeMap<String, String> = fs::read_to_string(dir.join("SHA256SUMS"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            l.split_once("  ")
+                .map(|(h, p)| (p.trim().to_string(), h.trim().to_string()))
+        })
+        .collect();
+    let mut files = Vec::new();
+    for p in paths {
+        let rel = p
+            .strip_prefix(dir)
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let bytes = fs::read(&p).map_err(io(&p))?;
+        let sha256 = sums
+            .get(&rel)
+            .cloned()
+            .unwrap_or_else(|| crate::site::sha256_hex(&bytes));
+        files.push(BundleFile {
+            path: rel,
+            sha256,
+            bytes,
+        });
+    }
+    Ok(BundleInput {
+        meta,
+        servers,
+        agents,
+        tasks,
+        capabilities,
+        attempts: tables.attempts,
+        tool_calls: tables.tool_calls,
+        verifier_results: tables.verifier_results,
+        controls: tables.controls,
+        probes: tables.probes,
+        fixture_health: tables.fixture_health,
+        task_instances: tables.task_instances,
+        files,
+    })
+}
+
+fn read_table<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Vec<T>, LoadError> {
+    let path = dir.join(format!("{name}.parquet"));
+    let bytes = fs::read(&path).map_err(io(&path))?;
+    let fmt = |message: String| LoadError::Format {
+        path: path.clone(),
+        message,
+    };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes))
+        .map_err(|e| fmt(e.to_string()))?
+        .build()
+        .map_err(|e| fmt(e.to_string()))?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| fmt(e.to_string()))?;
+        let mut part: Vec<T> =
+            serde_arrow::from_record_batch(&batch).map_err(|e| fmt(e.to_string()))?;
+        rows.append(&mut part);
+    }
+    Ok(rows)
+}
+
+fn interval(p: Option<f64>, lo: Option<f64>, hi: Option<f64>) -> Option<Interval> {
+    match (p, lo, hi) {
+        (Some(estimate), Some(low), Some(high)) => Some(Interval {
+            estimate,
+            low,
+            high,
+        }),
+        _ => None,
+    }
+}
+
+fn gate_refusal(g: &an::GateRow) -> Refusal {
+    let counts: BTreeMap<String, Value> = serde_json::from_str(&g.counts_json).unwrap_or_default();
+    Refusal {
+        gate: g.gate.clone(),
+        outcome: g.outcome.clone(),
+        counts: counts
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    v.as_str()
+                        .map(String::from)
+                        .unwrap_or_else(|| v.to_string()),
+                )
+            })
+            .collect(),
+        threshold: g.threshold,
+        alpha: g.alpha,
+        p_value: g.p_value,
+        reason: g.reason.clone(),
+        explanation: g.explanation.clone(),
+        attempt_ids: g.attempt_ids.clone(),
+    }
+}
+
+/// Load the analysis of one bundle from its output directory.
+pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
+    let doc_path = dir.join("analysis.json");
+    let doc_bytes = fs::read(&doc_path).map_err(io(&doc_path))?;
+    let doc: an::AnalysisDocument =
+        serde_json::from_slice(&doc_bytes).map_err(|e| LoadError::Format {
+            path: doc_path.clone(),
+            message: e.to_string(),
+        })?;
+    let completion: Vec<an::CompletionRow> = read_table(dir, "completion")?;
+    let gates: Vec<an::GateRow> = read_table(dir, "gates")?;
+    let first_try: Vec<an::FirstTryRow> = read_table(dir, "first_try")?;
+    let attributes: Vec<an::AttributeRow> = read_table(dir, "attributes")?;
+    let latency: Vec<an::LatencyRow> = read_table(dir, "latency")?;
+    let agreement: Vec<an::AgreementRow> = read_table(dir, "agreement")?;
+    let anomalies: Vec<an::AnomalyRow> = read_table(dir, "anomalies")?;
+
+    let key = |c: &str, a: &str, s: &str| (c.to_string(), a.to_string(), s.to_string());
+    let sensitivity: BTreeMap<_, _> = completion
+        .iter()
+        .filter(|r| r.view != "headline")
+        .map(|r| (key(&r.category, &r.agent, &r.server), r.point))
+        .collect();
+    let ft: BTreeMap<_, _> = first_try
+        .iter()
+        .map(|r| (key(&r.category, &r.agent, &r.server), r))
+        .collect();
+    let at: BTreeMap<_, _> = attributes
+        .iter()
+        .map(|r| (key(&r.category, &r.agent, &r.server), r))
+        .collect();
+    let lat: BTreeMap<_, _> = latency
+        .iter()
+        .filter(|r| r.tool.is_none())
+        .map(|r| ((r.category.clone(), r.server.clone()), r))
+        .collect();
+    let mut cells = Vec::new();
+    for r in completion.iter().filter(|r| r.view == "headline") {
+        let k = key(&r.category, &r.agent, &r.server);
+        let refusal = if r.status == "REFUSED" {
+            let g = gates.iter().find(|g| {
+                g.status == "REFUSED"
+                    && g.category == r.category
+                    && g.agent.as_deref().is_none_or(|a| a == r.agent)
+                    && g.server.as_deref().is_none_or(|s| s == r.server)
+                    && r.refusal_outcome.as_deref().is_none_or(|o| o == g.outcome)
+                    && r.refusal_gate.as_deref().is_none_or(|x| x == g.gate)
+            });
+            Some(match g {
+                Some(g) => gate_refusal(g),
+                None => Refusal {
+                    gate: r.refusal_gate.clone().unwrap_or_else(|| "unknown".into()),
+                    outcome: r
+                        .refusal_outcome
+                        .clone()
+                        .unwrap_or_else(|| "REFUSED".into()),
+                    reason: "no_gate_record".into(),
+                    explanation: "The analysis refused this cell but recorded no gate row for it."
+                        .into(),
+                    attempt_ids: r.attempt_ids.clone(),
+                    ..Refusal::default()
+                },
+            })
+        } else {
+            None
+        };
+        let a = at.get(&k);
+        let l = lat.get(&(r.category.clone(), r.server.clone()));
+        cells.push(CellAnalysis {
+            category: r.category.clone(),
+            agent: r.agent.clone(),
+            server: r.server.clone(),
+            completion: if refusal.is_some() {
+                None
+            } else {
+                interval(r.point, r.ci_lo, r.ci_hi)
+            },
+            rank_interval: match (r.rank_lo, r.rank_hi) {
+                (Some(a), Some(b)) => {
+                    Some((u32::try_from(a).unwrap_or(0), u32::try_from(b).unwrap_or(0)))
+                }
+                _ => None,
+            },
+            band: r.band.and_then(|b| u32::try_from(b).ok()),
+            refusal,
+            coverage: r.coverage,
+            reliability: r.reliability,
+            extended_completion: r.extended_completion,
+            first_try: ft
+                .get(&k)
+                .and_then(|f| interval(f.point, f.wilson_lo, f.wilson_hi)),
+            tool_definition_tokens: a.and_then(|a| a.tool_definition_tokens),
+            latency_p50_ms: l.and_then(|l| l.median_ms),
+            latency_p95_ms: l.and_then(|l| l.p95_ms),
+            efficiency: a.and_then(|a| a.efficiency),
+            hallucinated_tool_rate: a.and_then(|a| a.hallucinated_rate),
+            recovery_rate: a.and_then(|a| a.recovery_rate),
+            reachability: r.reachability,
+            cost: a.and_then(|a| {
+                a.cost_usd.map(|usd| Cost {
+                    usd,
+                    is_floor: a.cost_label != "measured" && a.cost_label != "total",
+                    floor_reasons: a.cost_reasons.clone(),
+                })
+            }),
+            excluded_share: r.excluded_share,
+            flagged: r.excluded_flag,
+            sensitivity_completion: sensitivity.get(&k).copied().flatten(),
+        });
+    }
+    let mut pairs: BTreeMap<(String, String, String), AgreementPair> = BTreeMap::new();
+    for r in agreement
+        .iter()
+        .filter(|r| !r.measure.starts_with("test_retest"))
+    {
+        let p = pairs
+            .entry((r.category.clone(), r.agent_a.clone(), r.agent_b.clone()))
+            .or_insert_with(|| AgreementPair {
+                category: r.category.clone(),
+                agent_a: r.agent_a.clone(),
+                agent_b: r.agent_b.clone(),
+                ..AgreementPair::default()
+            });
+        let i = interval(r.point, r.ci_lo, r.ci_hi);
+        if r.measure == "server_completion" {
+            p.servers_spearman = i;
+        } else {
+            p.cells_spearman = i;
+        }
+    }
+    let category_refusals = gates
+        .iter()
+        .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
+        .map(|g| (g.category.clone(), gate_refusal(g)))
+        .collect();
+    Ok(AnalysisInput {
+        seed: u64::try_from(doc.method.seed).unwrap_or(0),
+        resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
+        cells,
+        agreement: pairs.into_values().collect(),
+        anomalies: anomalies
+            .iter()
+            .filter(|a| a.flagged)
+            .map(|a| Anomaly {
+                kind: a.kind.clone(),
+                category: a.category.clone(),
+                subject: [a.server.as_deref(), a.agent.as_deref(), a.task.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" · "),
+                detail: a.detail.clone(),
+                attempt_ids: Vec::new(),
+            })
+            .collect(),
+        category_refusals,
+    })
+}
+
+/// The published words from a `content/` directory: every `<id>.md`.
+pub fn load_content(dir: &Path) -> Result<BTreeMap<String, String>, LoadError> {
+    let mut out = BTreeMap::new();
+    for (id, _) in crate::pages::CONTENT_PAGES {
+        let p = dir.join(format!("{id}.md"));
+        if p.is_file() {
+            out.insert((*id).to_string(), fs::read_to_string(&p).map_err(io(&p))?);
+        }
+    }
+    Ok(out)
+}
