@@ -2,6 +2,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`attempt`] | one attempt end to end, and the built-in agents |
 //! | [`catalog`] | loading task catalogs, seeded environment generators, prompt rendering, task-lint |
 //! | [`verify`] | pure predicate evaluation over an attempt's observed state |
 //! | [`dataset`] | the logical database dataset rendered as SQL per engine, database clients, ground truth |
@@ -10,11 +11,18 @@
 //! | [`sidecar`] | PostgreSQL and MariaDB servers started from system binaries |
 //! | [`roster`] | server configurations, install cache, lock manifest |
 //! | [`mcp`] | the runner's MCP client and the stdio tap |
+//! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) |
+//! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function |
+//! | [`plan`] | the canonical, content-addressed plan of a sweep |
 
+pub mod agents;
+pub mod attempt;
 pub mod catalog;
+pub mod classify;
 pub mod dataset;
 pub mod fixture_host;
 pub mod mcp;
+pub mod plan;
 pub mod roster;
 pub mod sandbox;
 pub mod sidecar;

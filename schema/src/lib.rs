@@ -22,6 +22,7 @@ pub mod predicate;
 pub mod records;
 pub mod roster;
 pub mod sample;
+pub mod sweep;
 pub mod table;
 pub mod tape;
 pub mod task;

@@ -1,0 +1,847 @@
+//! One attempt, end to end: render the task for the slot's seed, build the world (fixture site or
+//! database, sandbox), start the server through the tap, run the agent under the time limit, observe
+//! the state, evaluate the verifiers (pure), classify (pure), and return everything the attempt
+//! contributes to the bundle as one [`StagedUnit`]. Failures of the server, the agent or the harness
+//! become recorded outcomes; only a setup problem (a missing install, a roster error) is an `Err`.
+
+pub mod builtin;
+pub mod wire;
+
+use crate::catalog::{Catalog, instance_sha256, render_probe, render_task};
+use crate::classify::{Classification, ClassifyInput, HarnessFault, TimeLimit, classify};
+use crate::dataset::client::Target;
+use crate::mcp::client::{ClientOptions, McpSession};
+use crate::roster::{LaunchContext, ResolvedLaunch, Roster, resolve_launch};
+use crate::sandbox::{BackendKind, DatabaseLink, Limits, ServerCommand, World, WorldSpec};
+use crate::sidecar::{Sidecar, SidecarConfig};
+use agentrank_schema::bundle::Staging;
+use agentrank_schema::fixture::FixtureSite;
+use agentrank_schema::predicate::{EvaluationMode, ObservedState};
+use agentrank_schema::records::{
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TaskInstanceRecord,
+    VerifierResultRecord,
+};
+use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
+use agentrank_schema::tape::{EndLine, MetaLine, Plane, TapeLine, TapeWriter, tape_path};
+use agentrank_schema::task::{Environment, TaskInstance, TaskSet};
+use builtin::{AgentRun, Builtin, Progress};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A problem that stops the sweep (as opposed to a recorded outcome), naming what is at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("attempt {attempt}: {message}")]
+    Setup { attempt: String, message: String },
+    #[error(transparent)]
+    Bundle(#[from] agentrank_schema::bundle::BundleError),
+}
+
+fn setup(attempt: &str, message: impl Into<String>) -> SetupError {
+    SetupError::Setup {
+        attempt: attempt.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Database servers shared by a sweep's attempts, started on first use.
+pub struct Databases {
+    parent: PathBuf,
+    sidecars: Mutex<BTreeMap<&'static str, Sidecar>>,
+}
+
+impl std::fmt::Debug for Databases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Databases")
+            .field("parent", &self.parent)
+            .finish()
+    }
+}
+
+impl Databases {
+    pub fn new(parent: PathBuf) -> Self {
+        Databases {
+            parent,
+            sidecars: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn with<R>(
+        &self,
+        engine: crate::sidecar::Engine,
+        f: impl FnOnce(&Sidecar) -> R,
+    ) -> Result<R, crate::sidecar::SidecarError> {
+        let mut map = self
+            .sidecars
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !map.contains_key(engine.as_str()) {
+            let mut cfg = SidecarConfig::new(engine);
+            cfg.parent_dir = Some(self.parent.clone());
+            map.insert(engine.as_str(), Sidecar::start(&cfg)?);
+        }
+        Ok(f(&map[engine.as_str()]))
+    }
+
+    /// Stops every sidecar.
+    pub fn stop_all(&self) {
+        let mut map = self
+            .sidecars
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (_, s) in std::mem::take(&mut *map) {
+            let _ = s.stop(Duration::from_secs(20));
+        }
+    }
+}
+
+/// Everything an attempt needs from its sweep.
+#[derive(Debug)]
+pub struct AttemptEnv<'a> {
+    pub bundle_id: String,
+    pub sweep_id: String,
+    pub catalog: &'a Catalog,
+    pub roster: &'a Roster,
+    pub cache_dir: PathBuf,
+    pub backend: BackendKind,
+    pub staging: &'a Staging,
+    pub databases: &'a Databases,
+    /// The attempt time limit.
+    pub timeout: Duration,
+    pub credential_context: String,
+    pub chromium: String,
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// What the instance of a slot is: a task or a probe.
+enum Rendered {
+    Task(TaskInstance),
+    Probe(agentrank_schema::task::ProbeInstance, TaskInstance),
+}
+
+fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupError> {
+    match slot.kind {
+        SlotKind::Scored | SlotKind::NoServerControl => {
+            let spec = env.catalog.task(&slot.task_id).ok_or_else(|| {
+                setup(
+                    &slot.attempt_id,
+                    format!("no task `{}` in the catalog", slot.task_id),
+                )
+            })?;
+            render_task(spec, slot.seed)
+                .map(Rendered::Task)
+                .map_err(|e| setup(&slot.attempt_id, e.to_string()))
+        }
+        SlotKind::SafetyProbe => {
+            let spec = env.catalog.probe(&slot.task_id).ok_or_else(|| {
+                setup(
+                    &slot.attempt_id,
+                    format!("no probe `{}` in the catalog", slot.task_id),
+                )
+            })?;
+            let p = render_probe(spec, slot.seed)
+                .map_err(|e| setup(&slot.attempt_id, e.to_string()))?;
+            // A probe runs like a task: same world, same agent loop.
+            let as_task = TaskInstance {
+                task_id: p.probe_id.clone(),
+                category: p.category,
+                seed: p.seed,
+                set: TaskSet::Dev,
+                class: agentrank_schema::task::TaskClass::Extended,
+                tier: agentrank_schema::task::Tier::Edge,
+                capability: "safety-probe".into(),
+                answer_kind: agentrank_schema::task::AnswerKind::Value,
+                max_steps: 10,
+                prompt: p.prompt.clone(),
+                params: p.params.clone(),
+                expected: BTreeMap::new(),
+                hidden: p.secrets.clone(),
+                environment: p.environment.clone().unwrap_or(Environment::Site(
+                    agentrank_schema::task::SiteEnvironment {
+                        site: FixtureSite::new(vec![]),
+                    },
+                )),
+                verifier: p.verifier.clone(),
+            };
+            Ok(Rendered::Probe(p, as_task))
+        }
+    }
+}
+
+/// A per-attempt database, ready.
+struct AttemptDb {
+    target: Target,
+    link: Option<DatabaseLink>,
+    access: Option<crate::sidecar::DatabaseAccess>,
+    engine: crate::sidecar::Engine,
+    name: String,
+}
+
+fn sidecar_engine(e: agentrank_schema::roster::Engine) -> Option<crate::sidecar::Engine> {
+    match e {
+        agentrank_schema::roster::Engine::Postgres => Some(crate::sidecar::Engine::Postgres),
+        agentrank_schema::roster::Engine::Mysql => Some(crate::sidecar::Engine::MariaDb),
+        _ => None,
+    }
+}
+
+fn sql_engine(e: crate::sidecar::Engine) -> agentrank_schema::task::Engine {
+    match e {
+        crate::sidecar::Engine::Postgres => agentrank_schema::task::Engine::Postgres,
+        crate::sidecar::Engine::MariaDb => agentrank_schema::task::Engine::Mysql,
+    }
+}
+
+fn prepare_database(
+    env: &AttemptEnv,
+    attempt_id: &str,
+    engine: crate::sidecar::Engine,
+    db: &agentrank_schema::task::DatabaseEnvironment,
+) -> Result<AttemptDb, String> {
+    let name = format!("ar_{}", &attempt_id[1..13]);
+    let password = format!("pw{}", &attempt_id[13..]);
+    let access = env
+        .databases
+        .with(engine, |s| {
+            let _ = s.drop_database(&name, &name);
+            s.create_database(&name, &name, &password, None)
+                .map(|a| (a, s.tcp_addr()))
+        })
+        .map_err(|e| format!("database sidecar: {e}"))?
+        .map_err(|e| format!("creating the attempt database: {e}"))?;
+    let (access, upstream) = access;
+    let target = Target::for_access(&access);
+    let dataset = crate::dataset::Dataset::generate(db.dataset_seed);
+    let script = crate::dataset::sql::render(sql_engine(engine), &dataset);
+    target
+        .execute_script(&script)
+        .map_err(|e| format!("loading the seeded dataset: {e}"))?;
+    Ok(AttemptDb {
+        target,
+        link: Some(DatabaseLink { engine, upstream }),
+        access: Some(access),
+        engine,
+        name,
+    })
+}
+
+/// Converts the world's command for the server into the MCP client's launch description.
+fn launch_from_command(cmd: &std::process::Command, cwd: Option<PathBuf>) -> ResolvedLaunch {
+    ResolvedLaunch {
+        program: cmd.get_program().to_string_lossy().into_owned(),
+        args: cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        env: cmd
+            .get_envs()
+            .filter_map(|(k, v)| {
+                Some((
+                    k.to_string_lossy().into_owned(),
+                    v?.to_string_lossy().into_owned(),
+                ))
+            })
+            .collect(),
+        cwd: cmd.get_current_dir().map(Path::to_path_buf).or(cwd),
+    }
+}
+
+/// Directories the server must see read-only inside the sandbox: its install, the cache's runtimes and
+/// the interpreter a Python virtual environment points at.
+fn read_only_paths(install_dir: &Path, cache_dir: &Path) -> Vec<PathBuf> {
+    let mut v = vec![cache_dir.to_path_buf(), install_dir.to_path_buf()];
+    if let Ok(cfg) = std::fs::read_to_string(install_dir.join("venv/pyvenv.cfg")) {
+        for line in cfg.lines() {
+            if let Some(home) = line.strip_prefix("home = ")
+                && let Some(base) = Path::new(home.trim()).parent()
+            {
+                v.push(base.to_path_buf());
+            }
+        }
+    }
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn write_agent_tape(
+    path: &Path,
+    attempt_id: &str,
+    started_at: i64,
+    run: &AgentRun,
+    end: &str,
+) -> Result<String, SetupError> {
+    let meta = MetaLine {
+        v: agentrank_schema::tape::TAPE_VERSION,
+        plane: Plane::Agent,
+        attempt_id: attempt_id.to_string(),
+        started_at,
+        info: Default::default(),
+    };
+    let mut w = TapeWriter::create(path, &meta).map_err(|e| setup(attempt_id, e.to_string()))?;
+    let mut last_t = 0;
+    for turn in &run.turns {
+        last_t = turn.t;
+        w.write(&TapeLine::Turn(turn.clone()))
+            .map_err(|e| setup(attempt_id, e.to_string()))?;
+    }
+    w.finish(EndLine {
+        t: last_t,
+        reason: end.to_string(),
+    })
+    .map_err(|e| setup(attempt_id, e.to_string()))
+}
+
+fn write_empty_mcp_tape(
+    path: &Path,
+    attempt_id: &str,
+    started_at: i64,
+    reason: &str,
+) -> Result<String, SetupError> {
+    let meta = MetaLine {
+        v: agentrank_schema::tape::TAPE_VERSION,
+        plane: Plane::Mcp,
+        attempt_id: attempt_id.to_string(),
+        started_at,
+        info: Default::default(),
+    };
+    let w = TapeWriter::create(path, &meta).map_err(|e| setup(attempt_id, e.to_string()))?;
+    w.finish(EndLine {
+        t: 0,
+        reason: reason.into(),
+    })
+    .map_err(|e| setup(attempt_id, e.to_string()))
+}
+
+/// Runs one slot. `rerun_of` names the attempt this one re-runs.
+pub fn run_attempt(
+    env: &AttemptEnv,
+    rt: &tokio::runtime::Runtime,
+    slot: &PlannedAttempt,
+    rerun_index: u32,
+    rerun_of: Option<String>,
+) -> Result<StagedUnit, SetupError> {
+    let id = slot.attempt_id.clone();
+    let agent = Builtin::from_id(&slot.agent_id).ok_or_else(|| {
+        setup(&id, format!("agent `{}` has no adapter in this runner yet; built-in agents: reference, no-tools, stubbed-empty, random-args", slot.agent_id))
+    })?;
+    let rendered = render(env, slot)?;
+    let instance = match &rendered {
+        Rendered::Task(t) => t,
+        Rendered::Probe(_, t) => t,
+    };
+    let attach_server = slot.kind != SlotKind::NoServerControl && agent.uses_server();
+    let server = if slot.kind == SlotKind::NoServerControl {
+        None
+    } else {
+        Some(
+            env.roster
+                .server(&slot.server_id)
+                .map_err(|e| setup(&id, e.to_string()))?,
+        )
+    };
+    let started_at = now_us();
+    let clock = Instant::now();
+    let mut signals = ClassifyInput::default();
+    let mut timed_out = false;
+    let mut health = Vec::new();
+
+    // The database, when the task has one.
+    let mut db: Option<AttemptDb> = None;
+    if let (Environment::Database(dbenv), Some(server)) = (&instance.environment, server) {
+        let engine = server.engine.and_then(sidecar_engine).ok_or_else(|| {
+            setup(
+                &id,
+                format!(
+                    "server `{}`: its engine is not supported by this runner's sidecars yet",
+                    server.id
+                ),
+            )
+        })?;
+        match prepare_database(env, &id, engine, dbenv) {
+            Ok(d) => {
+                health.push(FixtureHealthRecord {
+                    attempt_id: id.clone(),
+                    component: "database".into(),
+                    checked_at: now_us(),
+                    healthy: true,
+                    latency_ms: None,
+                    detail: format!("{} database {} seeded", engine.as_str(), d.name),
+                });
+                db = Some(d);
+            }
+            Err(e) => {
+                health.push(FixtureHealthRecord {
+                    attempt_id: id.clone(),
+                    component: "database".into(),
+                    checked_at: now_us(),
+                    healthy: false,
+                    latency_ms: None,
+                    detail: e.clone(),
+                });
+                signals.harness_faults.push(HarnessFault::Environment(e));
+            }
+        }
+    }
+    let site = match &instance.environment {
+        Environment::Site(s) => s.site.clone(),
+        Environment::Database(_) => FixtureSite::new(vec![]),
+    };
+
+    let mcp_tape = env.staging.tape_path(&id, Plane::Mcp);
+    let agent_tape = env.staging.tape_path(&id, Plane::Agent);
+    let progress = Progress::new();
+    let mut fixture_log = None;
+    let mut session_note = String::new();
+    let mut mcp_sha = None;
+    let mut protocol_version = None;
+
+    if attach_server && signals.harness_faults.is_empty() {
+        let server = server.ok_or_else(|| setup(&id, "a scored slot without a server"))?;
+        let installed = crate::roster::install::installed(env.roster, &env.cache_dir, &server.id)
+            .map_err(|e| {
+            setup(
+                &id,
+                format!(
+                    "server `{}` is not installed: {e}; run `agentrank-run install`",
+                    server.id
+                ),
+            )
+        })?;
+        let world = World::create(WorldSpec {
+            attempt_id: id.clone(),
+            backend: env.backend,
+            site: site.clone(),
+            database: db.as_ref().and_then(|d| d.link),
+            limits: Limits::default(),
+        });
+        match world {
+            Err(e) => signals
+                .harness_faults
+                .push(HarnessFault::Environment(format!("sandbox: {e}"))),
+            Ok(world) => {
+                let h = world.health_check();
+                if !h.healthy && matches!(instance.environment, Environment::Site(_)) {
+                    signals
+                        .harness_faults
+                        .push(HarnessFault::FixtureHealth(h.detail.clone()));
+                }
+                health.push(h);
+                let report = world.isolation().clone();
+                let mut ctx: LaunchContext = installed.context.clone();
+                ctx.insert("home".into(), crate::sandbox::SANDBOX_HOME.into());
+                ctx.insert("scratch".into(), crate::sandbox::SANDBOX_HOME.into());
+                ctx.insert("chromium".into(), env.chromium.clone());
+                ctx.insert("fixture_url".into(), report.fixture_url.clone());
+                if let (Some(d), Some((host, port))) = (&db, &report.database_endpoint) {
+                    if let Some(a) = &d.access {
+                        ctx.insert("db.url".into(), a.url_for(host, *port));
+                        ctx.insert("db.host".into(), host.clone());
+                        ctx.insert("db.port".into(), port.to_string());
+                        ctx.insert("db.user".into(), a.user.clone());
+                        ctx.insert("db.password".into(), a.password.clone());
+                        ctx.insert("db.name".into(), a.database.clone());
+                    }
+                    let _ = d.engine;
+                }
+                let write_mode =
+                    matches!(&instance.environment, Environment::Database(d) if d.write_mode);
+                match resolve_launch(server, &ctx, write_mode) {
+                    Err(e) => signals
+                        .harness_faults
+                        .push(HarnessFault::Environment(format!("launch: {e}"))),
+                    Ok(launch) => {
+                        let mut env_only = launch.env.clone();
+                        for k in ["HOME", "LANG", "PATH"] {
+                            env_only.remove(k);
+                        }
+                        let mut server_env = env_only;
+                        if let Some(p) = launch.env.get("PATH") {
+                            server_env.insert("PATH".into(), p.clone());
+                        }
+                        let command = ServerCommand {
+                            program: launch.program.clone(),
+                            args: launch.args.clone(),
+                            env: server_env,
+                            read_only_paths: read_only_paths(&installed.dir, &env.cache_dir),
+                        };
+                        match world.command(&command) {
+                            Err(e) => signals
+                                .harness_faults
+                                .push(HarnessFault::Environment(format!("sandbox command: {e}"))),
+                            Ok(cmd) => {
+                                let wrapped = launch_from_command(&cmd, launch.cwd.clone());
+                                let fixture_url = report.fixture_url.clone();
+                                let outcome = rt.block_on(async {
+                                    let session = McpSession::start(
+                                        &wrapped,
+                                        Some(&mcp_tape),
+                                        &id,
+                                        ClientOptions::default(),
+                                    )
+                                    .await;
+                                    let session = match session {
+                                        Ok(s) => s,
+                                        Err(e) => return (Err(e.to_string()), None, None),
+                                    };
+                                    let pv = session.identity().protocol_version.clone();
+                                    let recipe = server.recipe(&instance.task_id);
+                                    let fut = async {
+                                        match agent {
+                                            Builtin::Reference => {
+                                                builtin::run_reference(
+                                                    &session,
+                                                    instance,
+                                                    recipe,
+                                                    &fixture_url,
+                                                    &progress,
+                                                )
+                                                .await
+                                            }
+                                            Builtin::StubbedEmpty => {
+                                                builtin::run_stubbed_empty(
+                                                    &session, instance, &progress,
+                                                )
+                                                .await
+                                            }
+                                            Builtin::RandomArgs => {
+                                                builtin::run_random_args(
+                                                    &session, instance, slot.seed, &progress,
+                                                )
+                                                .await
+                                            }
+                                            Builtin::NoTools => {
+                                                builtin::run_no_tools(instance, &progress)
+                                            }
+                                        }
+                                    };
+                                    let timed_out =
+                                        tokio::time::timeout(env.timeout, fut).await.is_err();
+                                    let end = session.close().await;
+                                    (Ok(timed_out), end.ok(), Some(pv))
+                                });
+                                match outcome {
+                                    (Err(e), _, _) => {
+                                        session_note = format!("server did not start: {e}");
+                                    }
+                                    (Ok(t), end, pv) => {
+                                        timed_out = t;
+                                        protocol_version = pv;
+                                        if let Some(end) = end {
+                                            mcp_sha = end.tape.file.map(|(_, sha)| sha);
+                                            session_note = end.exit.reason();
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                match world.teardown() {
+                    Ok(t) => {
+                        if t.processes_left > 0 {
+                            signals
+                                .harness_faults
+                                .push(HarnessFault::Environment(format!(
+                                    "{} process(es) of the attempt survived teardown",
+                                    t.processes_left
+                                )));
+                        }
+                        fixture_log = Some(t.fixture_log);
+                    }
+                    Err(e) => signals
+                        .harness_faults
+                        .push(HarnessFault::Environment(format!("teardown: {e}"))),
+                }
+            }
+        }
+    } else if signals.harness_faults.is_empty() {
+        // No server attached: the no-server control, or the no-tools null model.
+        if matches!(instance.environment, Environment::Site(_)) {
+            // The world still exists (the site is what the control would have to guess), unreached.
+        }
+        builtin::run_no_tools(instance, &progress);
+    }
+
+    // Tapes: the wire tape exists whenever a session started; otherwise an empty one says why.
+    let mcp_sha = match mcp_sha {
+        Some(s) => s,
+        None if mcp_tape.exists() => agentrank_schema::ids::sha256_hex(
+            &std::fs::read(&mcp_tape).map_err(|e| setup(&id, e.to_string()))?,
+        ),
+        None => write_empty_mcp_tape(
+            &mcp_tape,
+            &id,
+            started_at,
+            if attach_server {
+                "server-not-started"
+            } else {
+                "no-server"
+            },
+        )?,
+    };
+    let run = progress.snapshot();
+    let pending_call = if timed_out {
+        run.pending_call.clone()
+    } else {
+        None
+    };
+    if timed_out {
+        signals.time_limit = TimeLimit::Hit {
+            pending_server_call: pending_call.clone(),
+        };
+    }
+    signals.harness_faults.extend(
+        run.harness_faults
+            .iter()
+            .cloned()
+            .map(HarnessFault::AdapterCrash),
+    );
+    let agent_sha = write_agent_tape(
+        &agent_tape,
+        &id,
+        started_at,
+        &run,
+        if timed_out { "timeout" } else { "eof" },
+    )?;
+
+    // Observe and verify.
+    let wire_lines = if mcp_tape.exists() {
+        agentrank_schema::tape::read_tape(&mcp_tape).map_err(|e| setup(&id, e.to_string()))?
+    } else {
+        vec![]
+    };
+    let wire = wire::summarize_tape(&wire_lines);
+    let mut observed = ObservedState {
+        final_message: run.final_message.clone(),
+        server_calls: wire.summary.server_calls,
+        tool_results: wire.summary.tool_results.clone(),
+        fixture: fixture_log,
+        database: None,
+    };
+    if let Some(d) = &db {
+        let needs = crate::verify::database_needs(&instance.verifier);
+        match crate::dataset::client::observe(&d.target, &needs, None) {
+            Ok(o) => observed.database = Some(o),
+            Err(e) => signals
+                .harness_faults
+                .push(HarnessFault::Environment(format!(
+                    "observing the database: {e}"
+                ))),
+        }
+        if let Environment::Database(dbenv) = &instance.environment
+            && !dbenv.ground_truth.is_empty()
+        {
+            match crate::dataset::client::run_ground_truth(&d.target, &dbenv.ground_truth) {
+                Ok(truth) => {
+                    for (name, rows) in truth {
+                        if let Some(expected) = instance.expected.get(&name) {
+                            let mut want: Vec<String> = expected
+                                .values()
+                                .iter()
+                                .map(|s| crate::dataset::client::normalize(s))
+                                .collect();
+                            let mut got: Vec<String> = rows
+                                .iter()
+                                .map(|s| crate::dataset::client::normalize(s))
+                                .collect();
+                            want.sort();
+                            got.sort();
+                            if want != got {
+                                signals.harness_faults.push(HarnessFault::FixtureHealth(format!("ground truth `{name}` on the database ({got:?}) disagrees with the generator ({want:?})")));
+                            }
+                        }
+                    }
+                }
+                Err(e) => signals
+                    .harness_faults
+                    .push(HarnessFault::FixtureHealth(format!("ground truth: {e}"))),
+            }
+        }
+        let _ = env
+            .databases
+            .with(d.engine, |s| s.drop_database(&d.name, &d.name));
+    }
+    let mode = if slot.kind == SlotKind::NoServerControl {
+        EvaluationMode::NoServerControl
+    } else {
+        EvaluationMode::Scored
+    };
+    let evaluation = crate::verify::evaluate(&instance.verifier, &observed, mode);
+    signals.verifiers_passed = evaluation.passed;
+    signals.server_calls = u64::from(wire.summary.server_calls);
+    if !session_note.is_empty()
+        && attach_server
+        && wire.summary.server_calls == 0
+        && run.final_message.is_none()
+    {
+        signals
+            .harness_faults
+            .push(HarnessFault::Environment(session_note.clone()));
+    }
+    let Classification {
+        class: outcome,
+        reason,
+    } = classify(&signals);
+    let ended_at = now_us();
+
+    let private = instance.set == TaskSet::Private;
+    let verifier_results: Vec<VerifierResultRecord> = evaluation
+        .nodes
+        .iter()
+        .map(|n| VerifierResultRecord {
+            attempt_id: id.clone(),
+            predicate_path: if n.path.is_empty() {
+                "0".into()
+            } else {
+                format!("0.{}", n.path)
+            },
+            primitive: n.predicate.clone(),
+            passed: n.outcome != agentrank_schema::predicate::NodeOutcome::Fail,
+            observed: None,
+            expected: None,
+            redacted: private,
+            detail: if private {
+                "redacted: private-set task".into()
+            } else {
+                format!("{:?}: {}", n.outcome, n.detail)
+            },
+        })
+        .collect();
+    let answer_line = match &evaluation.answer.value {
+        agentrank_schema::predicate::AnswerValue::Value { text } => Some(text.clone()),
+        agentrank_schema::predicate::AnswerValue::Done => Some("DONE".into()),
+        agentrank_schema::predicate::AnswerValue::Failed { reason } => {
+            Some(format!("FAILED - {reason}"))
+        }
+        agentrank_schema::predicate::AnswerValue::Empty => None,
+    };
+    let spec_class = match instance.class {
+        agentrank_schema::task::TaskClass::Core => "core",
+        agentrank_schema::task::TaskClass::Extended => "extended",
+    };
+    let tier = match instance.tier {
+        agentrank_schema::task::Tier::Basic => "basic",
+        agentrank_schema::task::Tier::MultiStep => "multi-step",
+        agentrank_schema::task::Tier::Edge => "edge",
+    };
+    let listed = wire.listed_tools.clone();
+    let tool_calls = wire::tool_call_records(&id, &wire_lines, &listed);
+    let errors = tool_calls.iter().filter(|c| c.status != "ok").count() as i64;
+    let attempt = AttemptRecord {
+        attempt_id: id.clone(),
+        bundle_id: env.bundle_id.clone(),
+        sweep_id: env.sweep_id.clone(),
+        category: slot.category.clone(),
+        server_id: slot.server_id.clone(),
+        server_version: slot.server_version.clone(),
+        agent_id: slot.agent_id.clone(),
+        model_id_pinned: (!slot.model_id.is_empty()).then(|| slot.model_id.clone()),
+        model_id_reported: None,
+        task_id: slot.task_id.clone(),
+        task_version: slot.task_version.clone(),
+        tier: tier.into(),
+        class: spec_class.into(),
+        capability: instance.capability.clone(),
+        task_set: if private {
+            "private".into()
+        } else {
+            "dev".into()
+        },
+        seed: i64::try_from(slot.seed).unwrap_or(i64::MAX),
+        attempt_index: i64::from(slot.attempt_index),
+        rerun_index: i64::from(rerun_index),
+        rerun_of,
+        outcome,
+        outcome_reason: reason.clone(),
+        excluded: outcome.is_excluded(),
+        exclusion_reason: outcome
+            .is_excluded()
+            .then(|| format!("{outcome}: {reason}")),
+        answer_line,
+        answer_fallback: evaluation.answer.source
+            == agentrank_schema::predicate::AnswerSource::WholeMessage,
+        started_at,
+        ended_at,
+        duration_ms: i64::try_from(clock.elapsed().as_millis()).unwrap_or(i64::MAX),
+        timeout_budget_s: i64::try_from(env.timeout.as_secs()).unwrap_or(i64::MAX),
+        server_tool_calls: i64::from(wire.summary.server_calls),
+        tool_call_errors: errors,
+        pending_call_at_timeout: pending_call.clone(),
+        tokens_in: None,
+        tokens_out: None,
+        cost_usd: Some(0.0),
+        cost_is_floor: false,
+        cost_floor_reasons: None,
+        tape_mcp_path: tape_path(&id, Plane::Mcp),
+        tape_mcp_sha256: mcp_sha,
+        tape_agent_path: tape_path(&id, Plane::Agent),
+        tape_agent_sha256: agent_sha,
+        isolation_backend: env.backend.as_str().into(),
+        credential_context: env.credential_context.clone(),
+    };
+    let mut unit = StagedUnit {
+        unit_id: id.clone(),
+        tool_calls,
+        verifier_results,
+        fixture_health: health,
+        ..Default::default()
+    };
+    match &rendered {
+        Rendered::Task(t) => unit.task_instances.push(TaskInstanceRecord {
+            attempt_id: id.clone(),
+            task_id: t.task_id.clone(),
+            task_version: slot.task_version.clone(),
+            category: slot.category.clone(),
+            seed: attempt.seed,
+            task_set: attempt.task_set.clone(),
+            canonical_sha256: instance_sha256(t),
+        }),
+        Rendered::Probe(p, _) => {
+            let leaked = !evaluation.passed;
+            unit.probes.push(ProbeRecord {
+                probe_id: p.probe_id.clone(),
+                probe_kind: "safety".into(),
+                category: slot.category.clone(),
+                server_id: slot.server_id.clone(),
+                agent_id: Some(slot.agent_id.clone()),
+                attempt_id: Some(id.clone()),
+                result: if !signals.harness_faults.is_empty() {
+                    "could_not_check".into()
+                } else if leaked {
+                    "doesnt".into()
+                } else {
+                    "respects".into()
+                },
+                observed: protocol_version.clone(),
+                detail: reason.clone(),
+            });
+        }
+    }
+    if slot.kind == SlotKind::NoServerControl {
+        unit.controls.push(ControlRecord {
+            attempt_id: id.clone(),
+            control_kind: "no-server".into(),
+            category: slot.category.clone(),
+            agent_id: slot.agent_id.clone(),
+            server_id: None,
+            task_id: slot.task_id.clone(),
+            outcome,
+            passed: evaluation.passed,
+            consequence: evaluation
+                .passed
+                .then(|| format!("quarantine {}", slot.task_id)),
+            detail: "scored on answer, state and evidence verifiers only (task spec §2.4)".into(),
+        });
+    }
+    unit.attempts.push(attempt);
+    Ok(unit)
+}

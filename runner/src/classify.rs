@@ -1,0 +1,269 @@
+//! The outcome classifier (Methodology §6.1 and §6.3): one pure function, [`classify`], shared by every
+//! agent, that turns what an attempt observed into one of the nine [`OutcomeClass`]es plus a reason in
+//! words.
+//!
+//! The classes are tried in the seed's precedence order and the first that matches wins:
+//! HARNESS_ERROR, RATE_LIMITED, AGENT_ERROR, INVALID_BUILTIN, SERVER_TIMEOUT, AGENT_TIMEOUT,
+//! INVALID_LEAK, PASS, FAIL. The input is a plain struct the attempt fills from the sandbox, the fixture
+//! health check, the agent adapter ([`crate::agents::AgentSignals`]), the verifiers and the wire tape.
+//!
+//! The small text detectors here ([`rate_limit_signal`], [`browser_missing_signal`]) are also pure:
+//! they decide what counts as a provider limit or a missing browser, so that every adapter recognises
+//! the same words.
+
+use agentrank_schema::outcome::OutcomeClass;
+
+/// A fault of the harness rather than of the server or the agent. Any one makes the attempt a
+/// HARNESS_ERROR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HarnessFault {
+    /// The sandbox, container or image failed (including a server image without its browser).
+    Environment(String),
+    /// The fixture host failed its health check.
+    FixtureHealth(String),
+    /// The agent adapter or the agent program crashed without a reason the classifier knows.
+    AdapterCrash(String),
+    /// The agent's event stream could not be parsed.
+    UnparseableStream(String),
+    /// The model the agent reported is not the pinned one.
+    ModelMismatch { pinned: String, reported: String },
+    /// The prompt was truncated to fit the model's context window.
+    ContextTruncation(String),
+    /// Any other harness fault, already in words.
+    Other(String),
+}
+
+impl HarnessFault {
+    /// The fault in words.
+    pub fn describe(&self) -> String {
+        match self {
+            HarnessFault::Environment(s) => format!("sandbox or image failure: {s}"),
+            HarnessFault::FixtureHealth(s) => format!("fixture health check failed: {s}"),
+            HarnessFault::AdapterCrash(s) => format!("agent adapter crashed: {s}"),
+            HarnessFault::UnparseableStream(s) => format!("unparseable agent event stream: {s}"),
+            HarnessFault::ModelMismatch { pinned, reported } => {
+                format!("model id mismatch: pinned {pinned:?}, the agent reported {reported:?}")
+            }
+            HarnessFault::ContextTruncation(s) => format!("context truncation: {s}"),
+            HarnessFault::Other(s) => s.clone(),
+        }
+    }
+}
+
+/// What the attempt's time limit did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TimeLimit {
+    /// The agent finished (or failed) before the limit.
+    #[default]
+    NotHit,
+    /// The limit hit. `pending_server_call` names the server tool whose call had no answer yet, if any.
+    Hit { pending_server_call: Option<String> },
+}
+
+/// Everything the classifier reads. Empty lists mean "none observed".
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClassifyInput {
+    pub harness_faults: Vec<HarnessFault>,
+    /// Provider usage or rate-limit signals found in any stream (stdout events, stderr, results).
+    pub rate_limits: Vec<String>,
+    /// Model or API errors that are not rate limits (e.g. an Ollama crash).
+    pub agent_errors: Vec<String>,
+    /// Tools the agent invoked that the server under test does not own.
+    pub builtin_uses: Vec<String>,
+    pub time_limit: TimeLimit,
+    /// Whether every verifier passed.
+    pub verifiers_passed: bool,
+    /// Calls to the server under test (`tools/call` requests on the wire).
+    pub server_calls: u64,
+}
+
+/// The class and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    pub class: OutcomeClass,
+    pub reason: String,
+}
+
+fn joined(items: &[String]) -> String {
+    let mut shown: Vec<&str> = items.iter().map(String::as_str).take(3).collect();
+    shown.dedup();
+    let mut s = shown.join("; ");
+    if items.len() > 3 {
+        s.push_str(&format!("; and {} more", items.len() - 3));
+    }
+    s
+}
+
+/// Classifies one attempt (Methodology §6.1: the first matching class wins).
+pub fn classify(input: &ClassifyInput) -> Classification {
+    let (class, reason) = if !input.harness_faults.is_empty() {
+        let faults: Vec<String> = input
+            .harness_faults
+            .iter()
+            .map(HarnessFault::describe)
+            .collect();
+        (OutcomeClass::HarnessError, joined(&faults))
+    } else if !input.rate_limits.is_empty() {
+        (
+            OutcomeClass::RateLimited,
+            format!(
+                "provider usage or rate limit: {}",
+                joined(&input.rate_limits)
+            ),
+        )
+    } else if !input.agent_errors.is_empty() {
+        (
+            OutcomeClass::AgentError,
+            format!("model or API error: {}", joined(&input.agent_errors)),
+        )
+    } else if !input.builtin_uses.is_empty() {
+        (
+            OutcomeClass::InvalidBuiltin,
+            format!(
+                "the agent used tools the server under test does not own: {}",
+                joined(&input.builtin_uses)
+            ),
+        )
+    } else if let TimeLimit::Hit {
+        pending_server_call: Some(tool),
+    } = &input.time_limit
+    {
+        (
+            OutcomeClass::ServerTimeout,
+            format!("the time limit hit while the server call `{tool}` was pending"),
+        )
+    } else if let TimeLimit::Hit {
+        pending_server_call: None,
+    } = &input.time_limit
+    {
+        (
+            OutcomeClass::AgentTimeout,
+            "the time limit hit with no server call pending".to_string(),
+        )
+    } else if input.verifiers_passed && input.server_calls == 0 {
+        (
+            OutcomeClass::InvalidLeak,
+            "every verifier passed but the attempt made no call to the server".to_string(),
+        )
+    } else if input.verifiers_passed {
+        (
+            OutcomeClass::Pass,
+            format!(
+                "every verifier passed after {} server call{}",
+                input.server_calls,
+                if input.server_calls == 1 { "" } else { "s" }
+            ),
+        )
+    } else {
+        (
+            OutcomeClass::Fail,
+            "at least one verifier failed".to_string(),
+        )
+    };
+    Classification { class, reason }
+}
+
+/// Phrases that mean a provider usage or rate limit, lower-case. Matched against agent-side text only
+/// (events, errors, stderr), never against server tool results, where a fetched page may say anything.
+const RATE_LIMIT_PHRASES: &[&str] = &[
+    "usage limit",
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "too many requests",
+    "quota exceeded",
+    "insufficient_quota",
+    "exceeded your current quota",
+    "limit reached",
+    "hit your usage limit",
+    "hit your limit",
+    "5-hour limit",
+    "weekly limit",
+    "overloaded_error",
+];
+
+/// The first line of `text` that reads as a provider usage or rate limit, if any.
+pub fn rate_limit_signal(text: &str) -> Option<String> {
+    text.lines()
+        .find(|line| {
+            let l = line.to_lowercase();
+            RATE_LIMIT_PHRASES.iter().any(|p| l.contains(p)) || has_status_429(&l)
+        })
+        .map(|line| clip(line.trim(), 300))
+}
+
+fn has_status_429(lower: &str) -> bool {
+    ["429 ", "status 429", "http 429", "error 429", "code 429", "\"429\""]
+        .iter()
+        .any(|p| lower.contains(p))
+        || lower.ends_with(" 429")
+}
+
+/// Phrases browser servers print when the browser their image should carry is absent.
+const BROWSER_MISSING_PHRASES: &[&str] = &[
+    "executable doesn't exist at",
+    "browser executable not found",
+    "could not find chrome",
+    "could not find expected browser",
+    "chromium distribution",
+    "failed to find browser",
+    "no usable sandbox",
+    "please run the following command to download new browsers",
+];
+
+/// The first line of a server tool result or server stderr that says the server's browser is missing
+/// (an image failure of the harness, not a server defect), if any.
+pub fn browser_missing_signal(text: &str) -> Option<String> {
+    text.lines()
+        .find(|line| {
+            let l = line.to_lowercase();
+            BROWSER_MISSING_PHRASES.iter().any(|p| l.contains(p))
+        })
+        .map(|line| clip(line.trim(), 300))
+}
+
+/// `text` cut to at most `max` characters.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(max).collect();
+        s.push('…');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> ClassifyInput {
+        ClassifyInput {
+            verifiers_passed: true,
+            server_calls: 2,
+            ..ClassifyInput::default()
+        }
+    }
+
+    #[test]
+    fn detectors_match_provider_words_only() {
+        assert!(rate_limit_signal("Claude AI usage limit reached|1764500000").is_some());
+        assert!(rate_limit_signal("HTTP 429 Too Many Requests").is_some());
+        assert!(rate_limit_signal("the page lists 4290 items").is_none());
+        assert!(rate_limit_signal("ANSWER: 42").is_none());
+        assert!(browser_missing_signal("browserType.launch: Executable doesn't exist at /x").is_some());
+        assert!(browser_missing_signal("navigated to page").is_none());
+    }
+
+    #[test]
+    fn reasons_say_what_happened() {
+        let mut i = base();
+        i.server_calls = 1;
+        assert_eq!(classify(&i).reason, "every verifier passed after 1 server call");
+        i.harness_faults = vec![HarnessFault::ModelMismatch {
+            pinned: "a".into(),
+            reported: "b".into(),
+        }];
+        assert!(classify(&i).reason.contains("pinned \"a\""));
+    }
+}

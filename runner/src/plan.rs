@@ -1,0 +1,336 @@
+//! The canonical plan of a sweep: a pure function of the sweep configuration, the task catalog and the
+//! roster. Every slot gets a content-derived attempt id and a seed derived from the sweep seed and that
+//! id, so the same inputs always give the same plan (and the same plan hash in the manifest), a resumed
+//! or sharded run can tell which attempts are done, and a merge is deterministic.
+
+use crate::catalog::Catalog;
+use crate::roster::Roster;
+use agentrank_schema::ids::{AttemptKey, sha256_hex};
+use agentrank_schema::sweep::{Plan, PlannedAttempt, SlotKind, SweepConfig, TaskSelection};
+use agentrank_schema::task::{Category, TaskClass, Tier};
+
+/// Built-in agents: they need no file under `roster/agents/`.
+pub const BUILTIN_AGENTS: [&str; 4] = ["reference", "no-tools", "stubbed-empty", "random-args"];
+
+/// A sweep that cannot be planned, naming the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sweep {field}: {message}")]
+pub struct PlanError {
+    pub field: String,
+    pub message: String,
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> PlanError {
+    PlanError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Parses a category name.
+pub fn parse_category(name: &str) -> Option<Category> {
+    Category::ALL.into_iter().find(|c| c.as_str() == name)
+}
+
+/// The attempt's seed: the first 63 bits of SHA-256 over the sweep seed and the attempt id (so it fits a
+/// signed 64-bit column).
+pub fn derive_seed(sweep_seed: u64, attempt_id: &str) -> u64 {
+    let digest =
+        sha256_hex(format!("agentrank-seed-v1\u{1f}{sweep_seed}\u{1f}{attempt_id}").as_bytes());
+    u64::from_str_radix(&digest[..16], 16).unwrap_or(0) & (i64::MAX as u64)
+}
+
+/// The model id of an agent (empty for built-in agents without a model).
+fn model_of(roster: &Roster, agent: &str) -> Result<String, PlanError> {
+    if BUILTIN_AGENTS.contains(&agent) {
+        return Ok(String::new());
+    }
+    roster
+        .agents
+        .get(agent)
+        .map(|a| a.model.clone().unwrap_or_default())
+        .ok_or_else(|| {
+            err(
+                "agents",
+                format!(
+                    "unknown agent `{agent}`: not built in ({}) and no roster/agents/{agent}.toml",
+                    BUILTIN_AGENTS.join(", ")
+                ),
+            )
+        })
+}
+
+/// Makes the plan. Pure.
+pub fn make_plan(
+    sweep: &SweepConfig,
+    catalog: &Catalog,
+    roster: &Roster,
+) -> Result<Plan, PlanError> {
+    if sweep.agents.is_empty() {
+        return Err(err("agents", "no agents listed"));
+    }
+    if sweep.categories.is_empty() {
+        return Err(err("categories", "no categories listed"));
+    }
+    if !agentrank_schema::ids::is_bundle_id(&sweep.bundle_id()) {
+        return Err(err(
+            "bundle_id",
+            format!("`{}` is not usable as a bundle id", sweep.bundle_id()),
+        ));
+    }
+    let mut attempts = Vec::new();
+    let mut seen_categories = std::collections::BTreeSet::new();
+    for (ci, block) in sweep.categories.iter().enumerate() {
+        let field = |f: &str| format!("categories[{ci}].{f}");
+        let category = parse_category(&block.category).ok_or_else(|| {
+            err(
+                field("category"),
+                format!(
+                    "unknown category `{}` (databases, web-fetch, browser)",
+                    block.category
+                ),
+            )
+        })?;
+        if !seen_categories.insert(category) {
+            return Err(err(
+                field("category"),
+                format!("`{}` appears twice", block.category),
+            ));
+        }
+        let file = catalog.category(category).ok_or_else(|| {
+            err(
+                field("category"),
+                format!("the task catalog has no `{}` file", block.category),
+            )
+        })?;
+        let task_version = file.spec_version.clone();
+        let tasks: Vec<&agentrank_schema::task::TaskSpec> = match &block.tasks {
+            TaskSelection::Named(n) => match n.as_str() {
+                "core" => file
+                    .tasks
+                    .iter()
+                    .filter(|t| t.class == TaskClass::Core)
+                    .collect(),
+                "all" => file.tasks.iter().collect(),
+                "calibration" => file
+                    .tasks
+                    .iter()
+                    .filter(|t| file.calibration.contains(&t.id))
+                    .collect(),
+                "smoke" => file
+                    .tasks
+                    .iter()
+                    .filter(|t| file.smoke.contains(&t.id))
+                    .collect(),
+                "basic" => file
+                    .tasks
+                    .iter()
+                    .filter(|t| t.tier == Tier::Basic)
+                    .collect(),
+                other => {
+                    return Err(err(
+                        field("tasks"),
+                        format!(
+                            "`{other}`: use core, all, calibration, smoke, basic or a list of task ids"
+                        ),
+                    ));
+                }
+            },
+            TaskSelection::Ids(ids) => {
+                let mut v = Vec::new();
+                for id in ids {
+                    v.push(file.tasks.iter().find(|t| &t.id == id).ok_or_else(|| {
+                        err(
+                            field("tasks"),
+                            format!("no task `{id}` in the {} catalog", category.as_str()),
+                        )
+                    })?);
+                }
+                v
+            }
+        };
+        if block.servers.is_empty() {
+            return Err(err(field("servers"), "no servers listed"));
+        }
+        for server_id in &block.servers {
+            let server = roster.servers.get(server_id).ok_or_else(|| {
+                err(
+                    field("servers"),
+                    format!("no server `{server_id}` in roster/{}/", category.as_str()),
+                )
+            })?;
+            if server.category.as_str() != category.as_str() {
+                return Err(err(
+                    field("servers"),
+                    format!(
+                        "server `{server_id}` is in category {}, not {}",
+                        server.category.as_str(),
+                        category.as_str()
+                    ),
+                ));
+            }
+            for agent in &sweep.agents {
+                let model = model_of(roster, agent)?;
+                for task in &tasks {
+                    for index in 0..sweep.attempts.max_attempts() {
+                        attempts.push(slot(
+                            sweep,
+                            SlotKind::Scored,
+                            category,
+                            server_id,
+                            &server.package.version,
+                            agent,
+                            &model,
+                            &task.id,
+                            &task_version,
+                            index,
+                        ));
+                    }
+                }
+                if sweep.probes {
+                    for probe in &file.probes {
+                        attempts.push(slot(
+                            sweep,
+                            SlotKind::SafetyProbe,
+                            category,
+                            server_id,
+                            &server.package.version,
+                            agent,
+                            &model,
+                            &probe.id,
+                            &task_version,
+                            0,
+                        ));
+                    }
+                }
+            }
+        }
+        if sweep.no_server_control {
+            for agent in &sweep.agents {
+                let model = model_of(roster, agent)?;
+                for task in &tasks {
+                    attempts.push(slot(
+                        sweep,
+                        SlotKind::NoServerControl,
+                        category,
+                        "",
+                        "",
+                        agent,
+                        &model,
+                        &task.id,
+                        &task_version,
+                        0,
+                    ));
+                }
+            }
+        }
+    }
+    attempts.sort_by(|a, b| {
+        (
+            &a.category,
+            a.kind,
+            &a.server_id,
+            &a.agent_id,
+            &a.task_id,
+            a.attempt_index,
+        )
+            .cmp(&(
+                &b.category,
+                b.kind,
+                &b.server_id,
+                &b.agent_id,
+                &b.task_id,
+                b.attempt_index,
+            ))
+    });
+    Ok(Plan {
+        sweep: sweep.clone(),
+        catalog_sha256: catalog.catalog_sha256(),
+        attempts,
+        shards: 1,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn slot(
+    sweep: &SweepConfig,
+    kind: SlotKind,
+    category: Category,
+    server_id: &str,
+    server_version: &str,
+    agent_id: &str,
+    model_id: &str,
+    task_id: &str,
+    task_version: &str,
+    attempt_index: u32,
+) -> PlannedAttempt {
+    let kind_tag = match kind {
+        SlotKind::Scored => "",
+        SlotKind::NoServerControl => "control:",
+        SlotKind::SafetyProbe => "probe:",
+    };
+    let task_key = format!("{kind_tag}{task_id}");
+    let attempt_id = AttemptKey {
+        sweep_id: &sweep.sweep_id,
+        task_id: &task_key,
+        task_version,
+        server_id,
+        server_version,
+        agent_id,
+        model_id,
+        attempt_index,
+        rerun_index: 0,
+    }
+    .attempt_id();
+    PlannedAttempt {
+        seed: derive_seed(sweep.seed, &attempt_id),
+        attempt_id,
+        kind,
+        category: category.as_str().to_string(),
+        server_id: server_id.to_string(),
+        server_version: server_version.to_string(),
+        agent_id: agent_id.to_string(),
+        model_id: model_id.to_string(),
+        task_id: task_id.to_string(),
+        task_version: task_version.to_string(),
+        attempt_index,
+    }
+}
+
+/// The id and seed of the `rerun`-th re-run of a slot (after an excluded re-run class).
+pub fn rerun_slot(sweep: &SweepConfig, slot: &PlannedAttempt, rerun: u32) -> PlannedAttempt {
+    let kind_tag = match slot.kind {
+        SlotKind::Scored => "",
+        SlotKind::NoServerControl => "control:",
+        SlotKind::SafetyProbe => "probe:",
+    };
+    let task_key = format!("{kind_tag}{}", slot.task_id);
+    let attempt_id = AttemptKey {
+        sweep_id: &sweep.sweep_id,
+        task_id: &task_key,
+        task_version: &slot.task_version,
+        server_id: &slot.server_id,
+        server_version: &slot.server_version,
+        agent_id: &slot.agent_id,
+        model_id: &slot.model_id,
+        attempt_index: slot.attempt_index,
+        rerun_index: rerun,
+    }
+    .attempt_id();
+    PlannedAttempt {
+        seed: derive_seed(sweep.seed, &attempt_id),
+        attempt_id,
+        ..slot.clone()
+    }
+}
+
+/// Which shard (0-based) of `shards` a slot belongs to: whole cells stay together (the adaptive rule
+/// needs a cell's earlier attempts), assigned by a hash of the cell so shards are balanced and stable.
+pub fn shard_of(slot: &PlannedAttempt, shards: u32) -> u32 {
+    let cell = format!(
+        "{}\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{}",
+        slot.category, slot.kind, slot.server_id, slot.agent_id, slot.task_id
+    );
+    let digest = sha256_hex(cell.as_bytes());
+    (u64::from_str_radix(&digest[..8], 16).unwrap_or(0) % u64::from(shards.max(1))) as u32
+}

@@ -1,0 +1,233 @@
+//! Sweep configurations (`SWEEP.toml`, written by operators) and the canonical plan derived from one.
+//!
+//! A sweep names categories, the servers and agents to run in each, which tasks, the attempt rule, the
+//! isolation backend and the timeout policy. The plan is a pure function of the sweep and the catalog:
+//! every planned attempt slot with its content-derived id and seed, sorted, hashed into the manifest.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which tasks of a category a sweep runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TaskSelection {
+    /// `"core"`, `"all"`, `"calibration"` (the 8 basic tasks) or `"smoke"`.
+    Named(String),
+    /// Explicit task ids.
+    Ids(Vec<String>),
+}
+
+/// The attempt rule of Methodology §8.2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttemptRule {
+    /// Two non-excluded attempts; stop if they agree, otherwise continue to five.
+    Adaptive,
+    /// Always five (the test-retest category).
+    Full,
+    /// Exactly one attempt per cell (demo and development sweeps; disclosed in the manifest).
+    Single,
+}
+
+impl AttemptRule {
+    /// The most attempt slots a cell can use.
+    pub fn max_attempts(self) -> u32 {
+        match self {
+            AttemptRule::Adaptive | AttemptRule::Full => 5,
+            AttemptRule::Single => 1,
+        }
+    }
+}
+
+/// One category block of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepCategory {
+    /// `databases`, `web-fetch` or `browser`.
+    pub category: String,
+    /// Server ids from `roster/<category>/`.
+    pub servers: Vec<String>,
+    /// Which tasks (default: `core`).
+    #[serde(default = "default_tasks")]
+    pub tasks: TaskSelection,
+}
+
+fn default_tasks() -> TaskSelection {
+    TaskSelection::Named("core".into())
+}
+
+/// Timeout policy (Methodology §6.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutPolicy {
+    /// Lower bound of the calibrated budget, seconds (180 per the methodology).
+    #[serde(default = "default_min_s")]
+    pub min_s: u64,
+    /// Upper bound, seconds (900).
+    #[serde(default = "default_max_s")]
+    pub max_s: u64,
+    /// Multiplier of the calibration tasks' 95th-percentile duration (3).
+    #[serde(default = "default_factor")]
+    pub factor: u64,
+}
+
+fn default_min_s() -> u64 {
+    180
+}
+fn default_max_s() -> u64 {
+    900
+}
+fn default_factor() -> u64 {
+    3
+}
+
+impl Default for TimeoutPolicy {
+    fn default() -> Self {
+        TimeoutPolicy {
+            min_s: default_min_s(),
+            max_s: default_max_s(),
+            factor: default_factor(),
+        }
+    }
+}
+
+/// A sweep configuration file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepConfig {
+    /// Stable name of the sweep (part of every attempt id).
+    pub sweep_id: String,
+    /// Root of every random stream of the sweep.
+    pub seed: u64,
+    /// Bundle id; default `<sweep_id>`.
+    #[serde(default)]
+    pub bundle_id: Option<String>,
+    /// Agent ids: built-in (`reference`, `no-tools`, `stubbed-empty`, `random-args`) or from
+    /// `roster/agents/`.
+    pub agents: Vec<String>,
+    pub categories: Vec<SweepCategory>,
+    #[serde(default = "default_rule")]
+    pub attempts: AttemptRule,
+    /// `netns` (default on Linux), `docker` or `none` (development only: the bundle is unisolated).
+    #[serde(default = "default_backend")]
+    pub isolation: String,
+    #[serde(default)]
+    pub timeouts: TimeoutPolicy,
+    /// Run the no-server control on every task (default true).
+    #[serde(default = "yes")]
+    pub no_server_control: bool,
+    /// Run the safety and protocol probes (default true).
+    #[serde(default = "yes")]
+    pub probes: bool,
+    /// `anonymous`, `free-key` or `owner-key`.
+    #[serde(default = "default_credentials")]
+    pub credential_context: String,
+    /// Notes copied into the manifest.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+fn default_rule() -> AttemptRule {
+    AttemptRule::Adaptive
+}
+fn default_backend() -> String {
+    "netns".into()
+}
+fn yes() -> bool {
+    true
+}
+fn default_credentials() -> String {
+    "anonymous".into()
+}
+
+impl SweepConfig {
+    /// The bundle id the sweep seals into.
+    pub fn bundle_id(&self) -> String {
+        self.bundle_id
+            .clone()
+            .unwrap_or_else(|| self.sweep_id.clone())
+    }
+}
+
+/// What a planned slot is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotKind {
+    /// A scored attempt (server × agent × task).
+    Scored,
+    /// The no-server control (agent × task, no server).
+    NoServerControl,
+    /// A safety probe (server × agent).
+    SafetyProbe,
+}
+
+/// One attempt slot of the plan. Slots beyond the second of an adaptive cell run only when the first
+/// two disagree; re-runs of excluded classes get `rerun_index` 1..=3 at run time.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PlannedAttempt {
+    pub attempt_id: String,
+    pub kind: SlotKind,
+    pub category: String,
+    /// Empty for the no-server control.
+    pub server_id: String,
+    pub server_version: String,
+    pub agent_id: String,
+    pub model_id: String,
+    /// Task id, or probe id for safety probes.
+    pub task_id: String,
+    pub task_version: String,
+    pub attempt_index: u32,
+    /// The attempt's seed, derived from the sweep seed and the attempt id.
+    pub seed: u64,
+}
+
+/// The canonical plan of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub sweep: SweepConfig,
+    /// SHA-256 of the task catalog the plan was made from.
+    pub catalog_sha256: String,
+    /// Sorted by (category, kind, server, agent, task, attempt index).
+    pub attempts: Vec<PlannedAttempt>,
+    /// Number of shards `run-shard` splits the plan into (1 for a single-process sweep).
+    #[serde(default = "one")]
+    pub shards: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Plan {
+    /// SHA-256 of the plan's canonical JSON (without the shard count, which does not change results).
+    pub fn hash(&self) -> String {
+        let mut canonical = self.clone();
+        canonical.shards = 1;
+        // Plain data with ordered maps: serialization cannot fail.
+        let json = serde_json::to_vec(&canonical).unwrap_or_default();
+        crate::ids::sha256_hex(&json)
+    }
+
+    /// The slots of one (category, kind, server, agent, task) cell, in attempt order.
+    pub fn cells(
+        &self,
+    ) -> BTreeMap<(String, SlotKind, String, String, String), Vec<&PlannedAttempt>> {
+        let mut cells: BTreeMap<_, Vec<&PlannedAttempt>> = BTreeMap::new();
+        for a in &self.attempts {
+            cells
+                .entry((
+                    a.category.clone(),
+                    a.kind,
+                    a.server_id.clone(),
+                    a.agent_id.clone(),
+                    a.task_id.clone(),
+                ))
+                .or_default()
+                .push(a);
+        }
+        for v in cells.values_mut() {
+            v.sort_by_key(|a| a.attempt_index);
+        }
+        cells
+    }
+}
