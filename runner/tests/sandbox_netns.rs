@@ -258,7 +258,7 @@ fn limits_are_applied_and_reported() {
     let spawned: usize = out
         .lines()
         .filter_map(|l| l.strip_prefix("spawned="))
-        .last()
+        .next_back()
         .unwrap_or("0")
         .parse()
         .expect("count");
@@ -343,13 +343,14 @@ fn killing_the_runner_kills_the_sandbox() {
         // Child role: a stand-in runner that creates a world, starts a daemonizing server, then waits
         // to be killed.
         let mut w = world("K1");
-        let _child = w
+        let mut child = w
             .spawn(&sh(
                 "setsid sh -c 'sleep 4242.25' & (sleep 4242.5 &); echo up; exec sleep 4242",
             ))
             .expect("spawn");
         println!("SPAWNED");
-        std::thread::sleep(Duration::from_secs(120));
+        // Blocks until the parent test kills this process (the server never exits on its own).
+        let _ = child.wait();
         return;
     }
     let exe = std::env::current_exe().expect("test binary");
