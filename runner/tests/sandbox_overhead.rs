@@ -1,0 +1,170 @@
+//! Benchmark (prints figures, asserts only correctness): the per-attempt overhead of the `netns` world
+//! — create the sandbox and start the fixture host, reset the attempt's database, run a trivial
+//! process inside, tear everything down — as medians over `AGENTRANK_BENCH_ATTEMPTS` attempts (default
+//! 50) per database engine, next to a bare process spawn measured in the same run.
+//!
+//! Run with `cargo test -p agentrank-runner --test sandbox_overhead -- --nocapture`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentrank_runner::sandbox::{
+    BackendKind, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
+};
+use agentrank_runner::sidecar::{Engine, Sidecar, SidecarConfig};
+use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
+
+fn attempts() -> usize {
+    std::env::var("AGENTRANK_BENCH_ATTEMPTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    let n = v.len();
+    if n == 0 {
+        Duration::ZERO
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+const DATASET: &str = "CREATE TABLE inv_bench (id INT PRIMARY KEY, amount NUMERIC(10,2), status VARCHAR(12));\n\
+    INSERT INTO inv_bench VALUES (1, 10.50, 'paid'), (2, 20.00, 'open'), (3, 7.25, 'paid'), (4, 99.99, 'void');";
+
+fn site() -> FixtureSite {
+    FixtureSite::new(vec![Route {
+        path: "/".into(),
+        method: Method::Get,
+        query: None,
+        behaviour: Behaviour::Static {
+            response: Response::html("<h1>AR-BENCH</h1>"),
+        },
+    }])
+}
+
+struct Phases {
+    create: Vec<Duration>,
+    db_reset: Vec<Duration>,
+    spawn: Vec<Duration>,
+    teardown: Vec<Duration>,
+    total: Vec<Duration>,
+}
+
+fn bench_engine(engine: Engine, n: usize) -> Phases {
+    let sidecar = Sidecar::start(&SidecarConfig::new(engine)).expect("sidecar");
+    if engine == Engine::Postgres {
+        sidecar
+            .run_sql("postgres", "CREATE DATABASE bench_template")
+            .expect("template");
+        sidecar
+            .run_sql("bench_template", DATASET)
+            .expect("seed template");
+    }
+    let mut p = Phases {
+        create: vec![],
+        db_reset: vec![],
+        spawn: vec![],
+        teardown: vec![],
+        total: vec![],
+    };
+    for i in 0..n {
+        let t0 = Instant::now();
+        let world = World::create(WorldSpec {
+            attempt_id: format!("bench-{i}"),
+            backend: BackendKind::Netns,
+            site: site(),
+            database: Some(DatabaseLink {
+                engine,
+                upstream: sidecar.tcp_addr(),
+            }),
+            limits: Limits::default(),
+        })
+        .expect("world");
+        let t1 = Instant::now();
+        let (db, user) = (format!("bench_{i}"), format!("bench_u{i}"));
+        match engine {
+            Engine::Postgres => {
+                sidecar
+                    .create_database(&db, &user, "BenchPassw0rd", Some("bench_template"))
+                    .expect("copy");
+            }
+            Engine::MariaDb => {
+                sidecar
+                    .create_database(&db, &user, "BenchPassw0rd", None)
+                    .expect("create");
+                sidecar.run_sql(&db, DATASET).expect("load");
+            }
+        }
+        let t2 = Instant::now();
+        let status = world
+            .command(&ServerCommand {
+                program: "/bin/true".into(),
+                ..ServerCommand::default()
+            })
+            .expect("command")
+            .stdin(Stdio::null())
+            .status()
+            .expect("run inside");
+        assert!(status.success());
+        let t3 = Instant::now();
+        let report = world.teardown().expect("teardown");
+        sidecar.drop_database(&db, &user).expect("drop");
+        let t4 = Instant::now();
+        assert_eq!(report.processes_left, 0);
+        p.create.push(t1 - t0);
+        p.db_reset.push(t2 - t1);
+        p.spawn.push(t3 - t2);
+        p.teardown.push(t4 - t3);
+        p.total.push(t4 - t0);
+    }
+    sidecar.stop(Duration::from_secs(20)).expect("stop");
+    p
+}
+
+#[test]
+fn per_attempt_overhead_medians() {
+    let n = attempts();
+    let mut bare = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let status = Command::new("/bin/true")
+            .stdin(Stdio::null())
+            .status()
+            .expect("bare spawn");
+        assert!(status.success());
+        bare.push(t.elapsed());
+    }
+    let bare_ms = ms(median(bare));
+    println!("per-attempt overhead, median of {n} attempts (ms):");
+    println!(
+        "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}",
+        "engine", "create", "db-reset", "spawn", "teardown", "total", "total/bare"
+    );
+    for engine in [Engine::Postgres, Engine::MariaDb] {
+        let p = bench_engine(engine, n);
+        let total = ms(median(p.total));
+        println!(
+            "{:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>12.0}",
+            engine.as_str(),
+            ms(median(p.create)),
+            ms(median(p.db_reset)),
+            ms(median(p.spawn)),
+            ms(median(p.teardown)),
+            total,
+            total / bare_ms.max(1e-6)
+        );
+    }
+    println!(
+        "{:<10} {:>10} {:>10} {:>10.2} {:>10} {:>10.2}",
+        "bare", "-", "-", bare_ms, "-", bare_ms
+    );
+}
