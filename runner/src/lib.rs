@@ -10,6 +10,7 @@
 //! | [`fixture_host`] | the per-attempt HTTP fixture world and its request log |
 //! | [`sidecar`] | PostgreSQL and MariaDB servers started from system binaries |
 //! | [`roster`] | server configurations, install cache, lock manifest |
+//! | [`sweep`] | running a sweep: lock, plan, attempts, resume, smoke gate, seal |
 //! | [`mcp`] | the runner's MCP client and the stdio tap |
 //! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) |
 //! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function |
@@ -26,4 +27,5 @@ pub mod plan;
 pub mod roster;
 pub mod sandbox;
 pub mod sidecar;
+pub mod sweep;
 pub mod verify;

@@ -37,8 +37,64 @@ struct Cli {
     command: Command,
 }
 
+/// Where the specs and the install cache are (defaults: the current directory's `tasks/`, `roster/`,
+/// `.cache/agentrank`).
+#[derive(Debug, clap::Args)]
+struct Paths {
+    /// Task catalog directory.
+    #[arg(long, default_value = "tasks")]
+    tasks: PathBuf,
+    /// Roster directory.
+    #[arg(long, default_value = "roster")]
+    roster: PathBuf,
+    /// Install cache directory.
+    #[arg(long, default_value = ".cache/agentrank")]
+    cache: PathBuf,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Plan, run and seal a sweep into `OUT/<bundle-id>/`. An interrupted sweep resumes where it stopped.
+    Sweep {
+        /// The sweep file (TOML).
+        sweep: PathBuf,
+        /// Where bundles go.
+        #[arg(long, default_value = "bundles")]
+        out: PathBuf,
+        /// The Chromium binary browser servers are pointed at.
+        #[arg(long, default_value = "/usr/bin/chromium")]
+        chromium: String,
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// Install pinned servers into the cache (offline-safe afterwards) and print their lock entries.
+    Install {
+        /// Only these server ids (default: every server in the roster, or those of `--sweep`).
+        #[arg(long, num_args = 1..)]
+        only: Vec<String>,
+        /// Install the servers a sweep file names.
+        #[arg(long)]
+        sweep: Option<PathBuf>,
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// Task-lint over the catalogs: schema, placeholders, answers never in prompts (50 seeds), tool names.
+    LintTasks {
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// The stdio tap: run SERVER-COMMAND, forward bytes unchanged both ways, and write the wire tape.
+    Tap {
+        /// Where the tape goes (`.mcp.jsonl.zst`).
+        #[arg(long)]
+        out: PathBuf,
+        /// Attempt id written into the tape's meta line.
+        #[arg(long, default_value = "tap")]
+        attempt_id: String,
+        /// The server command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Check a sealed bundle: every file against SHA256SUMS, no file added or removed, the manifest, every
     /// table's schema, every attempt's tapes. Exit 0 only if the bundle is intact.
     Verify {
@@ -74,10 +130,141 @@ fn verify(bundle: &std::path::Path) -> anyhow::Result<Exit> {
     Ok(Exit::Problem)
 }
 
+fn sweep(
+    sweep: &std::path::Path,
+    out: &std::path::Path,
+    chromium: &str,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    use agentrank_runner::sweep::{SweepError, SweepOptions, run_sweep};
+    let opts = SweepOptions {
+        sweep_file: sweep.to_path_buf(),
+        out_dir: out.to_path_buf(),
+        tasks_dir: paths.tasks.clone(),
+        roster_dir: paths.roster.clone(),
+        cache_dir: paths.cache.clone(),
+        chromium: chromium.to_string(),
+    };
+    match run_sweep(&opts) {
+        Ok(report) => {
+            let counts: Vec<String> = report
+                .outcomes
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            println!("{}", report.bundle_dir.display());
+            eprintln!(
+                "sealed and verified: {} staged units ({} from an earlier run); outcomes: {}",
+                report.attempts,
+                report.resumed,
+                counts.join(", ")
+            );
+            if let Some(why) = report.void {
+                eprintln!("the sweep is VOID: {why}");
+                return Ok(Exit::Problem);
+            }
+            Ok(Exit::Ok)
+        }
+        Err(e @ (SweepError::Input { .. } | SweepError::Setup(_))) => {
+            eprintln!("error: {e}");
+            Ok(Exit::BadInput)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn install(
+    only: &[String],
+    sweep: Option<&std::path::Path>,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    use agentrank_runner::roster::{InstallOptions, Roster, install};
+    let roster = match Roster::load(&paths.roster) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    let mut opts = InstallOptions::new(&paths.cache);
+    opts.only = only.to_vec();
+    if let Some(path) = sweep {
+        match agentrank_runner::sweep::load_sweep(path) {
+            Ok(s) => opts
+                .only
+                .extend(s.categories.iter().flat_map(|c| c.servers.iter().cloned())),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(Exit::BadInput);
+            }
+        }
+    }
+    opts.only.sort();
+    opts.only.dedup();
+    let report = install(&roster, &opts, &mut |line| eprintln!("{line}"))?;
+    println!("{}", serde_json::to_string_pretty(&report.lock_entries())?);
+    if report.failed.is_empty() {
+        Ok(Exit::Ok)
+    } else {
+        for (id, e) in &report.failed {
+            eprintln!("{id}: {e}");
+        }
+        Ok(Exit::Problem)
+    }
+}
+
+fn lint_tasks(paths: &Paths) -> anyhow::Result<Exit> {
+    match agentrank_runner::catalog::lint::lint_catalog(&paths.tasks) {
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(Exit::BadInput)
+        }
+        Ok(report) => {
+            print!("{report}");
+            Ok(if report.is_clean() {
+                Exit::Ok
+            } else {
+                Exit::Problem
+            })
+        }
+    }
+}
+
+fn tap(out: &std::path::Path, attempt_id: &str, command: &[String]) -> anyhow::Result<Exit> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let code = rt.block_on(agentrank_runner::mcp::run_tap_command(
+        out,
+        command,
+        attempt_id,
+        std::time::Duration::from_secs(3),
+    ))?;
+    std::process::exit(code)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Verify { bundle } => verify(bundle),
+        Command::Sweep {
+            sweep: s,
+            out,
+            chromium,
+            paths,
+        } => sweep(s, out, chromium, paths),
+        Command::Install {
+            only,
+            sweep: s,
+            paths,
+        } => install(only, s.as_deref(), paths),
+        Command::LintTasks { paths } => lint_tasks(paths),
+        Command::Tap {
+            out,
+            attempt_id,
+            command,
+        } => tap(out, attempt_id, command),
     };
     match result {
         Ok(code) => code.into(),

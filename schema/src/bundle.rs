@@ -227,6 +227,17 @@ impl Staging {
         Ok(ids)
     }
 
+    /// Reads back one staged unit (a resumed sweep reads the outcomes of finished attempts).
+    pub fn read_unit(&self, unit_id: &str) -> Result<StagedUnit, BundleError> {
+        let path = self.unit_path(unit_id);
+        let bytes = fs::read(&path).map_err(io_err(&path))?;
+        serde_json::from_slice(&bytes).map_err(|source| BundleError::Json {
+            path,
+            what: "a staged unit",
+            source,
+        })
+    }
+
     /// Stages one unit atomically. An attempt's tapes must already be in place (they are checked at
     /// seal time).
     pub fn stage(&self, unit: &StagedUnit) -> Result<(), BundleError> {
@@ -242,7 +253,8 @@ impl Staging {
         write_atomic(&path, &bytes)
     }
 
-    fn draft(&self) -> Result<ManifestDraft, BundleError> {
+    /// The sweep's manifest draft, as recorded when staging was created.
+    pub fn draft(&self) -> Result<ManifestDraft, BundleError> {
         let path = self.root.join(DRAFT);
         let bytes = fs::read(&path).map_err(io_err(&path))?;
         serde_json::from_slice(&bytes).map_err(|source| BundleError::Json {

@@ -124,7 +124,7 @@ fn now_us() -> i64 {
 /// What the instance of a slot is: a task or a probe.
 enum Rendered {
     Task(TaskInstance),
-    Probe(agentrank_schema::task::ProbeInstance, TaskInstance),
+    Probe(Box<agentrank_schema::task::ProbeInstance>, TaskInstance),
 }
 
 fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupError> {
@@ -171,7 +171,7 @@ fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupErro
                 )),
                 verifier: p.verifier.clone(),
             };
-            Ok(Rendered::Probe(p, as_task))
+            Ok(Rendered::Probe(Box::new(p), as_task))
         }
     }
 }
