@@ -163,6 +163,48 @@ pub fn classify(input: &ClassifyInput) -> Classification {
     Classification { class, reason }
 }
 
+/// The server tool whose `tools/call` was still unanswered at the end of a wire tape (the last such
+/// call), read from (direction, raw JSON-RPC line) pairs in order. The wire is the authority on what
+/// was pending when the time limit hit, whichever agent was the client.
+pub fn pending_server_call_on_wire<'a>(
+    lines: impl IntoIterator<Item = (crate::verify::wire::WireDir, &'a str)>,
+) -> Option<String> {
+    use crate::verify::wire::WireDir;
+    use serde_json::Value;
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for (dir, raw) in lines {
+        let messages = match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Array(batch)) => batch,
+            Ok(v) => vec![v],
+            Err(_) => continue,
+        };
+        for m in messages {
+            let Some(id) = m.get("id").filter(|i| !i.is_null()).map(Value::to_string) else {
+                continue;
+            };
+            match dir {
+                WireDir::ClientToServer
+                    if m.get("method").and_then(Value::as_str) == Some("tools/call") =>
+                {
+                    let tool = m
+                        .pointer("/params/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    pending.push((id, tool));
+                }
+                WireDir::ServerToClient
+                    if m.get("result").is_some() || m.get("error").is_some() =>
+                {
+                    pending.retain(|(p, _)| *p != id);
+                }
+                _ => {}
+            }
+        }
+    }
+    pending.pop().map(|(_, tool)| tool)
+}
+
 /// Phrases that mean a provider usage or rate limit, lower-case. Matched against agent-side text only
 /// (events, errors, stderr), never against server tool results, where a fetched page may say anything.
 const RATE_LIMIT_PHRASES: &[&str] = &[
@@ -193,9 +235,16 @@ pub fn rate_limit_signal(text: &str) -> Option<String> {
 }
 
 fn has_status_429(lower: &str) -> bool {
-    ["429 ", "status 429", "http 429", "error 429", "code 429", "\"429\""]
-        .iter()
-        .any(|p| lower.contains(p))
+    [
+        "429 ",
+        "status 429",
+        "http 429",
+        "error 429",
+        "code 429",
+        "\"429\"",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
         || lower.ends_with(" 429")
 }
 
@@ -251,7 +300,9 @@ mod tests {
         assert!(rate_limit_signal("HTTP 429 Too Many Requests").is_some());
         assert!(rate_limit_signal("the page lists 4290 items").is_none());
         assert!(rate_limit_signal("ANSWER: 42").is_none());
-        assert!(browser_missing_signal("browserType.launch: Executable doesn't exist at /x").is_some());
+        assert!(
+            browser_missing_signal("browserType.launch: Executable doesn't exist at /x").is_some()
+        );
         assert!(browser_missing_signal("navigated to page").is_none());
     }
 
@@ -259,7 +310,10 @@ mod tests {
     fn reasons_say_what_happened() {
         let mut i = base();
         i.server_calls = 1;
-        assert_eq!(classify(&i).reason, "every verifier passed after 1 server call");
+        assert_eq!(
+            classify(&i).reason,
+            "every verifier passed after 1 server call"
+        );
         i.harness_faults = vec![HarnessFault::ModelMismatch {
             pinned: "a".into(),
             reported: "b".into(),

@@ -1,0 +1,749 @@
+//! The minimal agent loop (Methodology §4): any OpenAI-compatible chat-completions endpoint, or Ollama's
+//! native `/api/chat` (which takes `num_ctx` and the reasoning setting). It lists the server's tools
+//! through the runner's MCP client ([`crate::mcp::McpSession`], started on the attach command — the
+//! stdio tap in front of the server), offers them as function tools, executes the model's tool calls
+//! over MCP, clips every tool result at 25,000 characters with a marker, and stops at the first reply
+//! without tool calls.
+//!
+//! The context window is sized per server (tool-definition characters / 3.2 + 16,000 tokens, capped at
+//! 32,768: [`context_window`]); a prompt that did not fit ([`truncation`]) is a HARNESS_ERROR signal.
+//! HTTP 429 is a rate limit; any other API failure (an Ollama crash, a refused connection) is an agent
+//! error. Request bodies, reply parsing and these verdicts are pure; HTTP and MCP are the edge.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    AgentError, AgentRun, AgentSignals, AgentTask, RunEnd, Spend, TOOL_RESULT_CLIP_CHARS, turn,
+};
+use crate::classify::{HarnessFault, browser_missing_signal, clip, rate_limit_signal};
+use crate::mcp::{ClientOptions, McpSession};
+
+/// Which wire format the endpoint speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST {base_url}/chat/completions` (`base_url` like `http://host:11434/v1`); the key, if any, is
+    /// read from the named environment variable of the runner.
+    OpenAiChat {
+        base_url: String,
+        api_key_env: Option<String>,
+    },
+    /// `POST {base_url}/api/chat` (`base_url` like `http://127.0.0.1:11434`).
+    Ollama { base_url: String },
+}
+
+/// The reasoning setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    /// Whatever the model does by default (nothing sent).
+    Default,
+    /// Thinking off (Ollama `think: false`).
+    Off,
+    Low,
+    Medium,
+    High,
+}
+
+impl Reasoning {
+    fn level(self) -> Option<&'static str> {
+        match self {
+            Reasoning::Low => Some("low"),
+            Reasoning::Medium => Some("medium"),
+            Reasoning::High => Some("high"),
+            Reasoning::Default | Reasoning::Off => None,
+        }
+    }
+}
+
+/// The pinned minimal-loop configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiConfig {
+    pub endpoint: Endpoint,
+    /// The exact model id.
+    pub model: String,
+    pub reasoning: Reasoning,
+    /// A fixed context window; `None` sizes it per server with [`context_window`] (Ollama only).
+    pub num_ctx: Option<u32>,
+    /// Most model requests in one attempt (a guard against a model that never stops calling tools
+    /// faster than the time limit).
+    pub max_requests: u32,
+    /// US dollars per million input and output tokens, where the endpoint is priced.
+    pub price_per_mtok: Option<(f64, f64)>,
+}
+
+/// Tokens of the context window for a server whose tool definitions take `definition_chars`
+/// characters: chars / 3.2 + 16,000, capped at 32,768 (Methodology §4).
+pub fn context_window(definition_chars: u64) -> u32 {
+    let tokens = (definition_chars as f64 / 3.2).ceil() as u64 + 16_000;
+    u32::try_from(tokens.min(32_768)).unwrap_or(32_768)
+}
+
+/// A tool result clipped at [`TOOL_RESULT_CLIP_CHARS`] characters, with a marker saying how much was
+/// cut.
+pub fn clip_tool_result(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= TOOL_RESULT_CLIP_CHARS {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(TOOL_RESULT_CLIP_CHARS).collect();
+    s.push_str(&format!(
+        "\n[tool result clipped at {TOOL_RESULT_CLIP_CHARS} characters; {} more characters not shown]",
+        total - TOOL_RESULT_CLIP_CHARS
+    ));
+    s
+}
+
+/// Whether a prompt was truncated to fit the window: the endpoint counted at least the whole window
+/// as prompt, or the prompt is too long to fit even at 4.5 characters per token (a conservative
+/// lower bound of its size; Ollama truncates such prompts silently). `prompt_eval_count` can be lower
+/// than the prompt when the server reuses its cache, so a low count is never taken as truncation.
+pub fn truncation(
+    num_ctx: u32,
+    prompt_chars: usize,
+    prompt_eval_count: Option<u64>,
+) -> Option<String> {
+    if let Some(n) = prompt_eval_count
+        && n >= u64::from(num_ctx)
+    {
+        return Some(format!(
+            "the endpoint evaluated {n} prompt tokens, the whole {num_ctx}-token window"
+        ));
+    }
+    let at_least = (prompt_chars as f64 / 4.5).floor() as u64;
+    if at_least > u64::from(num_ctx) {
+        return Some(format!(
+            "the prompt ({prompt_chars} characters, at least {at_least} tokens) cannot fit the {num_ctx}-token window"
+        ));
+    }
+    None
+}
+
+/// MCP tool definitions as function tools (same shape for both wire formats).
+pub fn function_tools(tools: &[Value]) -> Vec<Value> {
+    tools
+        .iter()
+        .filter_map(|t| {
+            let name = t.get("name")?.as_str()?;
+            Some(json!({
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": t.get("description").and_then(Value::as_str).unwrap_or(""),
+                    "parameters": t.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+                }
+            }))
+        })
+        .collect()
+}
+
+/// The request body. Pure.
+pub fn request_body(
+    config: &OpenAiConfig,
+    messages: &[Value],
+    tools: &[Value],
+    num_ctx: Option<u32>,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), config.model.clone().into());
+    body.insert("messages".into(), Value::Array(messages.to_vec()));
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools.to_vec()));
+    }
+    body.insert("stream".into(), false.into());
+    match &config.endpoint {
+        Endpoint::Ollama { .. } => {
+            match config.reasoning {
+                Reasoning::Default => {}
+                Reasoning::Off => {
+                    body.insert("think".into(), false.into());
+                }
+                r => {
+                    body.insert("think".into(), r.level().unwrap_or("low").into());
+                }
+            }
+            if let Some(n) = num_ctx {
+                body.insert("options".into(), json!({ "num_ctx": n }));
+            }
+        }
+        Endpoint::OpenAiChat { .. } => {
+            if let Some(level) = config.reasoning.level() {
+                body.insert("reasoning_effort".into(), level.into());
+            }
+        }
+    }
+    Value::Object(body)
+}
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Map<String, Value>,
+    /// Arguments as the model wrote them when they were not a JSON object.
+    pub malformed_arguments: Option<String>,
+}
+
+/// A model reply.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    pub content: String,
+    pub thinking: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub model: Option<String>,
+    pub prompt_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub finish_reason: Option<String>,
+    /// The assistant message to append to the conversation, in the endpoint's format.
+    pub message: Value,
+}
+
+fn arguments_of(raw: Option<&Value>) -> (Map<String, Value>, Option<String>) {
+    match raw {
+        Some(Value::Object(m)) => (m.clone(), None),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => (m, None),
+            _ if s.trim().is_empty() => (Map::new(), None),
+            _ => (Map::new(), Some(s.clone())),
+        },
+        None | Some(Value::Null) => (Map::new(), None),
+        Some(other) => (Map::new(), Some(other.to_string())),
+    }
+}
+
+/// Parses a successful response body. Pure. `call_base` numbers calls that come without an id.
+pub fn parse_reply(endpoint: &Endpoint, body: &Value, call_base: usize) -> Result<Reply, String> {
+    let (message, prompt_tokens, output_tokens, finish) = match endpoint {
+        Endpoint::Ollama { .. } => (
+            body.get("message").cloned(),
+            body.get("prompt_eval_count").and_then(Value::as_u64),
+            body.get("eval_count").and_then(Value::as_u64),
+            body.get("done_reason")
+                .and_then(Value::as_str)
+                .map(String::from),
+        ),
+        Endpoint::OpenAiChat { .. } => (
+            body.pointer("/choices/0/message").cloned(),
+            body.pointer("/usage/prompt_tokens").and_then(Value::as_u64),
+            body.pointer("/usage/completion_tokens")
+                .and_then(Value::as_u64),
+            body.pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+                .map(String::from),
+        ),
+    };
+    let Some(message) = message.filter(Value::is_object) else {
+        return Err(format!(
+            "the response has no assistant message: {}",
+            clip(&body.to_string(), 300)
+        ));
+    };
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let thinking = message
+        .get("thinking")
+        .or_else(|| message.get("reasoning_content"))
+        .or_else(|| message.get("reasoning"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(String::from);
+    let mut tool_calls = Vec::new();
+    for (i, call) in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .unwrap_or_else(|| format!("call_{}", call_base + i + 1));
+        let (arguments, malformed_arguments) = arguments_of(call.pointer("/function/arguments"));
+        tool_calls.push(ToolCall {
+            id,
+            name,
+            arguments,
+            malformed_arguments,
+        });
+    }
+    // The assistant message goes back as the endpoint sent it, with the ids the loop uses.
+    let mut echo = json!({"role": "assistant", "content": content});
+    if !tool_calls.is_empty() {
+        let calls: Vec<Value> = tool_calls
+            .iter()
+            .map(|c| match endpoint {
+                Endpoint::Ollama { .. } => json!({
+                    "function": {"name": c.name, "arguments": Value::Object(c.arguments.clone())}
+                }),
+                Endpoint::OpenAiChat { .. } => json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.malformed_arguments.clone()
+                            .unwrap_or_else(|| Value::Object(c.arguments.clone()).to_string()),
+                    }
+                }),
+            })
+            .collect();
+        echo["tool_calls"] = Value::Array(calls);
+    }
+    if let (Endpoint::Ollama { .. }, Some(t)) = (endpoint, &thinking) {
+        echo["thinking"] = Value::String(t.clone());
+    }
+    Ok(Reply {
+        content,
+        thinking,
+        tool_calls,
+        model: body.get("model").and_then(Value::as_str).map(String::from),
+        prompt_tokens,
+        output_tokens,
+        finish_reason: finish,
+        message: echo,
+    })
+}
+
+/// The tool message carrying a result back, in the endpoint's format.
+pub fn tool_message(endpoint: &Endpoint, call: &ToolCall, text: &str) -> Value {
+    match endpoint {
+        Endpoint::Ollama { .. } => json!({"role": "tool", "tool_name": call.name, "content": text}),
+        Endpoint::OpenAiChat { .. } => {
+            json!({"role": "tool", "tool_call_id": call.id, "content": text})
+        }
+    }
+}
+
+/// What an HTTP answer means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpVerdict {
+    Ok(Value),
+    RateLimited(String),
+    /// The endpoint refused the prompt as too long for the model's context.
+    ContextOverflow(String),
+    ApiError(String),
+}
+
+/// Judges one HTTP answer. Pure.
+pub fn judge_http(status: u16, body: &str) -> HttpVerdict {
+    let snippet = clip(body.trim(), 300);
+    if status == 429 {
+        return HttpVerdict::RateLimited(format!("HTTP 429: {snippet}"));
+    }
+    if !(200..300).contains(&status) {
+        let lower = body.to_lowercase();
+        if lower.contains("context_length_exceeded")
+            || lower.contains("maximum context length")
+            || lower.contains("context window")
+        {
+            return HttpVerdict::ContextOverflow(format!("HTTP {status}: {snippet}"));
+        }
+        if let Some(line) = rate_limit_signal(body) {
+            return HttpVerdict::RateLimited(format!("HTTP {status}: {line}"));
+        }
+        return HttpVerdict::ApiError(format!("HTTP {status}: {snippet}"));
+    }
+    match serde_json::from_str::<Value>(body) {
+        Ok(v) => {
+            if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+                let text = err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+                    .unwrap_or_else(|| err.to_string());
+                if rate_limit_signal(&text).is_some() {
+                    HttpVerdict::RateLimited(text)
+                } else {
+                    HttpVerdict::ApiError(text)
+                }
+            } else {
+                HttpVerdict::Ok(v)
+            }
+        }
+        Err(e) => HttpVerdict::ApiError(format!(
+            "HTTP {status} with a body that is not JSON ({e}): {snippet}"
+        )),
+    }
+}
+
+/// One POST, blocking (run on the blocking pool). `Err` is a transport failure.
+fn post_json(
+    url: &str,
+    body: &str,
+    api_key: Option<&str>,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.post(url).header("Content-Type", "application/json");
+    if let Some(key) = api_key {
+        request = request.header("Authorization", &format!("Bearer {key}"));
+    }
+    let mut response = request.send(body).map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    Ok((status, text))
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Runs the minimal loop on one task.
+pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, AgentError> {
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + task.limit;
+    let (url, api_key) = match &config.endpoint {
+        Endpoint::Ollama { base_url } => {
+            (format!("{}/api/chat", base_url.trim_end_matches('/')), None)
+        }
+        Endpoint::OpenAiChat {
+            base_url,
+            api_key_env,
+        } => {
+            let key = match api_key_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    AgentError::Config(format!("the API key variable {var} is not set"))
+                })?),
+                None => None,
+            };
+            (
+                format!("{}/chat/completions", base_url.trim_end_matches('/')),
+                key,
+            )
+        }
+    };
+    let now = || micros(started.elapsed());
+    let mut turns = Vec::new();
+    let mut signals = AgentSignals::default();
+    let mut tl = turn(now(), "system", "message");
+    tl.text = Some(task.system_prompt.clone());
+    turns.push(tl);
+    let mut tl = turn(now(), "user", "message");
+    tl.text = Some(task.task_prompt.clone());
+    turns.push(tl);
+
+    // The server, through the attach command; a server that does not start leaves the agent without tools.
+    let mut session = None;
+    let mut tools = Vec::new();
+    let mut definition_chars = 0u64;
+    if let Some(server) = &task.server {
+        let options = ClientOptions {
+            init_timeout: task.limit,
+            request_timeout: task.limit,
+            ..ClientOptions::default()
+        };
+        let started_session = tokio::time::timeout_at(
+            deadline,
+            McpSession::start(&server.launch, None, &task.attempt_id, options),
+        )
+        .await;
+        match started_session {
+            Ok(Ok(s)) => {
+                match tokio::time::timeout_at(deadline, s.list_tools()).await {
+                    Ok(Ok(listing)) => {
+                        definition_chars = listing.definition_chars;
+                        tools = function_tools(&listing.tools);
+                        let mut tl = turn(now(), "system", "event");
+                        tl.text = Some(format!("{} tools listed", tools.len()));
+                        tl.data = Some(
+                            json!({"tools": listing.names(), "definition_chars": definition_chars}),
+                        );
+                        turns.push(tl);
+                    }
+                    Ok(Err(e)) => {
+                        let mut tl = turn(now(), "system", "event");
+                        tl.text = Some(format!("tools/list failed: {e}"));
+                        turns.push(tl);
+                    }
+                    Err(_) => signals.timed_out = true,
+                }
+                session = Some(s);
+            }
+            Ok(Err(e)) => {
+                let mut tl = turn(now(), "system", "event");
+                tl.text = Some(format!("the server did not start: {e}"));
+                turns.push(tl);
+            }
+            Err(_) => signals.timed_out = true,
+        }
+    }
+    let num_ctx = match &config.endpoint {
+        Endpoint::Ollama { .. } => Some(
+            config
+                .num_ctx
+                .unwrap_or_else(|| context_window(definition_chars)),
+        ),
+        Endpoint::OpenAiChat { .. } => config.num_ctx,
+    };
+
+    let mut messages = vec![
+        json!({"role": "system", "content": task.system_prompt}),
+        json!({"role": "user", "content": task.task_prompt}),
+    ];
+    let mut final_message = None;
+    let mut reported_model: Option<String> = None;
+    let (mut tokens_in, mut tokens_out, mut any_usage) = (0u64, 0u64, false);
+    let mut end = RunEnd::Stopped(format!(
+        "{} requests without a final answer",
+        config.max_requests
+    ));
+    let mut calls_made = 0usize;
+    let tools_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
+
+    'conversation: for _ in 0..config.max_requests {
+        if signals.timed_out {
+            break;
+        }
+        let body = request_body(config, &messages, &tools, num_ctx).to_string();
+        let prompt_chars: usize = messages
+            .iter()
+            .map(|m| m.get("content").and_then(Value::as_str).map_or(0, str::len))
+            .sum::<usize>()
+            + tools_chars;
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let (u, b, k) = (url.clone(), body, api_key.clone());
+        let answer = tokio::time::timeout_at(
+            deadline,
+            tokio::task::spawn_blocking(move || {
+                post_json(&u, &b, k.as_deref(), remaining + Duration::from_secs(1))
+            }),
+        )
+        .await;
+        let (status, text) = match answer {
+            Err(_) => {
+                signals.timed_out = true;
+                break;
+            }
+            Ok(Err(join)) => {
+                signals
+                    .harness_faults
+                    .push(HarnessFault::AdapterCrash(format!(
+                        "HTTP task failed: {join}"
+                    )));
+                end = RunEnd::Stopped("adapter fault".into());
+                break;
+            }
+            Ok(Ok(Err(transport))) => {
+                if tokio::time::Instant::now() >= deadline {
+                    signals.timed_out = true;
+                } else {
+                    signals
+                        .agent_errors
+                        .push(format!("cannot reach the endpoint {url}: {transport}"));
+                    end = RunEnd::Stopped("endpoint unreachable".into());
+                }
+                break;
+            }
+            Ok(Ok(Ok(pair))) => pair,
+        };
+        let (why, stop) = match judge_http(status, &text) {
+            HttpVerdict::Ok(v) => (None, v),
+            HttpVerdict::RateLimited(s) => {
+                signals.rate_limits.push(s.clone());
+                (Some((s, "rate limited")), Value::Null)
+            }
+            HttpVerdict::ContextOverflow(s) => {
+                signals
+                    .harness_faults
+                    .push(HarnessFault::ContextTruncation(s.clone()));
+                (Some((s, "context overflow")), Value::Null)
+            }
+            HttpVerdict::ApiError(s) => {
+                signals.agent_errors.push(s.clone());
+                (Some((s, "api error")), Value::Null)
+            }
+        };
+        if let Some((why, stop)) = why {
+            let mut tl = turn(now(), "system", "event");
+            tl.text = Some(why);
+            turns.push(tl);
+            end = RunEnd::Stopped(stop.into());
+            break;
+        }
+        let value = stop;
+        let reply = match parse_reply(&config.endpoint, &value, calls_made) {
+            Ok(r) => r,
+            Err(e) => {
+                signals
+                    .harness_faults
+                    .push(HarnessFault::UnparseableStream(e));
+                end = RunEnd::Stopped("unparseable reply".into());
+                break;
+            }
+        };
+        if reported_model.is_none() {
+            reported_model = reply.model.clone();
+        }
+        if let (Some(p), Some(o)) = (reply.prompt_tokens, reply.output_tokens) {
+            any_usage = true;
+            tokens_in += p;
+            tokens_out += o;
+        }
+        let mut tl = turn(now(), "assistant", "usage");
+        tl.data = Some(json!({
+            "prompt_tokens": reply.prompt_tokens,
+            "output_tokens": reply.output_tokens,
+            "finish_reason": reply.finish_reason,
+            "num_ctx": num_ctx,
+        }));
+        turns.push(tl);
+        if let Some(thinking) = &reply.thinking {
+            let mut tl = turn(now(), "assistant", "event");
+            tl.text = Some(thinking.clone());
+            tl.data = Some(json!({"type": "thinking"}));
+            turns.push(tl);
+        }
+        if !reply.content.is_empty() || reply.tool_calls.is_empty() {
+            let mut tl = turn(now(), "assistant", "message");
+            tl.text = Some(reply.content.clone());
+            turns.push(tl);
+        }
+        if let Some(n) = num_ctx
+            && matches!(config.endpoint, Endpoint::Ollama { .. })
+            && let Some(why) = truncation(n, prompt_chars, reply.prompt_tokens)
+        {
+            signals
+                .harness_faults
+                .push(HarnessFault::ContextTruncation(why));
+            end = RunEnd::Stopped("context truncated".into());
+            break;
+        }
+        messages.push(reply.message.clone());
+        if reply.tool_calls.is_empty() {
+            final_message = Some(reply.content.clone());
+            end = RunEnd::Finished { exit_code: 0 };
+            break;
+        }
+        for call in &reply.tool_calls {
+            calls_made += 1;
+            let mut tl = turn(now(), "assistant", "tool_call");
+            tl.tool = Some(call.name.clone());
+            tl.call_id = Some(call.id.clone());
+            tl.data = Some(match &call.malformed_arguments {
+                Some(raw) => json!({"malformed_arguments": raw}),
+                None => Value::Object(call.arguments.clone()),
+            });
+            turns.push(tl);
+            let (text, data) =
+                match &session {
+                    None => (
+                        "error: no MCP server is attached".to_string(),
+                        json!({"is_error": true, "reached_server": false}),
+                    ),
+                    Some(s) => {
+                        signals.server_calls += 1;
+                        match tokio::time::timeout_at(
+                            deadline,
+                            s.call_tool(&call.name, call.arguments.clone()),
+                        )
+                        .await
+                        {
+                            Err(_) => {
+                                signals.timed_out = true;
+                                signals.pending_server_call = Some(call.name.clone());
+                                break 'conversation;
+                            }
+                            Ok(Ok(outcome)) => {
+                                if let Some(line) = browser_missing_signal(&outcome.text) {
+                                    signals.harness_faults.push(HarnessFault::Environment(
+                                        format!("the server's browser is missing: {line}"),
+                                    ));
+                                }
+                                let mut text = outcome.text.clone();
+                                if outcome.has_image {
+                                    text.push_str("\n[image content not shown to this model]");
+                                }
+                                if text.is_empty() && outcome.is_error {
+                                    text = "error (the tool gave no text)".into();
+                                }
+                                (
+                                    text,
+                                    json!({
+                                        "is_error": outcome.is_error,
+                                        "has_image": outcome.has_image,
+                                        "latency_ms": outcome.latency.as_millis() as u64,
+                                    }),
+                                )
+                            }
+                            Ok(Err(e)) => (
+                                format!("error: {e}"),
+                                json!({"is_error": true, "mcp_error": true}),
+                            ),
+                        }
+                    }
+                };
+            let clipped = clip_tool_result(&text);
+            let mut tl = turn(now(), "tool", "tool_result");
+            tl.tool = Some(call.name.clone());
+            tl.call_id = Some(call.id.clone());
+            tl.text = Some(clipped.clone());
+            let mut data = data;
+            data["chars"] = json!(text.chars().count());
+            data["clipped"] = json!(clipped.len() != text.len());
+            tl.data = Some(data);
+            turns.push(tl);
+            messages.push(tool_message(&config.endpoint, call, &clipped));
+        }
+    }
+    if signals.timed_out {
+        end = RunEnd::TimedOut;
+    }
+    if let Some(s) = session {
+        // The server and its tap stop with the attempt; how they ended is on the wire tape.
+        let _ = tokio::time::timeout(Duration::from_secs(15), s.close()).await;
+    }
+    let mut spend = Spend {
+        tokens_in: any_usage.then_some(tokens_in),
+        tokens_out: any_usage.then_some(tokens_out),
+        cost_usd: None,
+        floor: signals.timed_out,
+        notes: vec![
+            "tokens are the endpoint's prompt and output counts, summed over requests".into(),
+        ],
+    };
+    if signals.timed_out {
+        spend
+            .notes
+            .push("a request in flight at the deadline is not counted; figures are a floor".into());
+    }
+    match config.price_per_mtok {
+        Some((pin, pout)) if any_usage => {
+            spend.cost_usd = Some(tokens_in as f64 / 1e6 * pin + tokens_out as f64 / 1e6 * pout);
+        }
+        _ => spend
+            .notes
+            .push("no price for this endpoint; cost unknown".into()),
+    }
+    Ok(AgentRun {
+        turns,
+        final_message,
+        spend,
+        reported_model,
+        signals,
+        end,
+        elapsed: started.elapsed(),
+        stderr_tail: String::new(),
+        invocation: None,
+    })
+}

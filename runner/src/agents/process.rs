@@ -1,0 +1,330 @@
+//! The process edge for CLI agents: spawn the program from an [`Invocation`] in its own process group
+//! with exactly the given environment, write the prompt to its stdin and close it, timestamp every stdout
+//! line, drain stderr into a bounded tail, and end it at the deadline together with its whole process
+//! tree.
+//!
+//! The tree is tracked while the agent runs: every 100 ms (and on every stdout line) the descendants of
+//! the agent are read from `/proc`, remembered with their start times, and at the end every remembered
+//! process that is still the same process is signalled — also those that left the agent's process group
+//! (`setsid`), such as the stdio tap's server. At the deadline the tree gets SIGTERM (the tap then closes
+//! its tape), a grace period, then SIGKILL. After a normal exit, leftovers get the same treatment.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::{Pid, getpgrp};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+use super::{AgentError, Invocation, RunEnd};
+
+/// Bytes of stderr kept (the tail).
+const STDERR_TAIL: usize = 256 * 1024;
+/// How often the process tree is re-read.
+const TREE_POLL: Duration = Duration::from_millis(100);
+
+/// What a CLI run left.
+#[derive(Debug, Clone)]
+pub struct CliOutput {
+    /// Stdout lines with their arrival time in microseconds since spawn (newline removed; invalid UTF-8
+    /// replaced).
+    pub lines: Vec<(i64, String)>,
+    pub stderr_tail: String,
+    pub end: RunEnd,
+    pub elapsed: Duration,
+    /// Processes of the tree that were still alive at the end and were signalled.
+    pub reaped: usize,
+}
+
+/// Runs `inv` under `limit` (counted from spawn), with `grace` between SIGTERM and SIGKILL.
+pub async fn run_cli(
+    inv: &Invocation,
+    limit: Duration,
+    grace: Duration,
+) -> Result<CliOutput, AgentError> {
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut cmd = Command::new(&inv.program);
+    cmd.args(&inv.args)
+        .env_clear()
+        .envs(&inv.env)
+        .current_dir(&inv.cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|source| AgentError::Spawn {
+        program: inv.program.clone(),
+        source,
+    })?;
+    let root = child.id().and_then(|id| i32::try_from(id).ok());
+    let mut tree = Tree::default();
+    if let Some(root) = root {
+        tree.remember(root);
+    }
+
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = inv.stdin.clone();
+        tokio::spawn(async move {
+            // A program that exits without reading its input closes the pipe; that is not an error here.
+            let _ = stdin.write_all(input.as_bytes()).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let stderr_task = child.stderr.take().map(|mut stderr| {
+        tokio::spawn(async move {
+            let mut tail: Vec<u8> = Vec::new();
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL {
+                    let cut = tail.len() - STDERR_TAIL;
+                    tail.drain(..cut);
+                }
+            }
+            String::from_utf8_lossy(&tail).into_owned()
+        })
+    });
+
+    let mut lines = Vec::new();
+    let mut timed_out = false;
+    if let Some(stdout) = child.stdout.take() {
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        let mut poll = tokio::time::interval(TREE_POLL);
+        loop {
+            tokio::select! {
+                read = reader.read_until(b'\n', &mut buf) => {
+                    match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let t = micros(started.elapsed());
+                            let text = String::from_utf8_lossy(&buf);
+                            lines.push((t, text.trim_end_matches(['\n', '\r']).to_string()));
+                            buf.clear();
+                        }
+                    }
+                }
+                _ = poll.tick() => {
+                    if let Some(root) = root {
+                        tree.scan(root);
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline), if !timed_out => {
+                    timed_out = true;
+                    if let Some(root) = root {
+                        tree.scan(root);
+                    }
+                    tree.signal_all(Signal::SIGTERM);
+                    // Keep reading what the tree writes while it shuts down, up to the grace period.
+                    let rest = tokio::time::timeout(grace, async {
+                        loop {
+                            match reader.read_until(b'\n', &mut buf).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(_) => {
+                                    let t = micros(started.elapsed());
+                                    let text = String::from_utf8_lossy(&buf);
+                                    lines.push((t, text.trim_end_matches(['\n', '\r']).to_string()));
+                                    buf.clear();
+                                }
+                            }
+                        }
+                    }).await;
+                    let _ = rest;
+                    break;
+                }
+            }
+        }
+    }
+
+    // Stdout closed (or the deadline passed): wait for the program within what is left of the limit.
+    let status = if timed_out {
+        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+            tree.signal_all(Signal::SIGKILL);
+        }
+        let _ = child.wait().await;
+        None
+    } else {
+        match tokio::time::timeout_at(deadline, child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            Ok(Err(_)) => None,
+            Err(_) => {
+                timed_out = true;
+                if let Some(root) = root {
+                    tree.scan(root);
+                }
+                tree.signal_all(Signal::SIGTERM);
+                if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                    tree.signal_all(Signal::SIGKILL);
+                }
+                let _ = child.wait().await;
+                None
+            }
+        }
+    };
+
+    // Leftovers (an MCP server that outlived its client, a detached helper) end with the run.
+    let mut reaped = tree.alive().len();
+    if reaped > 0 {
+        tree.signal_all(Signal::SIGTERM);
+        let until = Instant::now() + grace;
+        while !tree.alive().is_empty() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tree.signal_all(Signal::SIGKILL);
+    }
+    if let Some(root) = root {
+        // The agent's own group, in case a member escaped the scans (it cannot be this process's group:
+        // the agent was started with a group of its own).
+        if root != getpgrp().as_raw() {
+            let _ = killpg(Pid::from_raw(root), Signal::SIGKILL);
+        }
+    }
+    let stderr_tail = match stderr_task {
+        Some(task) => tokio::time::timeout(Duration::from_secs(2), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let end = if timed_out {
+        RunEnd::TimedOut
+    } else {
+        use std::os::unix::process::ExitStatusExt;
+        match status {
+            Some(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => RunEnd::Finished { exit_code: c },
+                (None, Some(sig)) => RunEnd::Signalled(sig),
+                (None, None) => RunEnd::Finished { exit_code: -1 },
+            },
+            None => {
+                reaped = reaped.max(1);
+                RunEnd::Stopped("wait failed".into())
+            }
+        }
+    };
+    Ok(CliOutput {
+        lines,
+        stderr_tail,
+        end,
+        elapsed: started.elapsed(),
+        reaped,
+    })
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Processes seen in the agent's tree: pid → start time (clock ticks since boot), so a reused pid is
+/// never signalled.
+#[derive(Debug, Default)]
+struct Tree {
+    seen: BTreeMap<i32, u64>,
+}
+
+impl Tree {
+    fn remember(&mut self, pid: i32) {
+        if let Some(stat) = read_stat(pid) {
+            self.seen.entry(pid).or_insert(stat.start);
+        }
+    }
+
+    /// Adds every current descendant of `root` (and of any process already seen).
+    fn scan(&mut self, root: i32) {
+        let table = process_table();
+        let mut frontier: Vec<i32> = vec![root];
+        frontier.extend(self.seen.keys().copied());
+        let mut visited = std::collections::BTreeSet::new();
+        while let Some(parent) = frontier.pop() {
+            if !visited.insert(parent) {
+                continue;
+            }
+            for (pid, stat) in &table {
+                if stat.ppid == parent {
+                    self.seen.entry(*pid).or_insert(stat.start);
+                    frontier.push(*pid);
+                }
+            }
+        }
+    }
+
+    /// Seen processes that are still the same process and not yet reaped.
+    fn alive(&self) -> Vec<(i32, Stat)> {
+        self.seen
+            .iter()
+            .filter_map(|(pid, start)| {
+                read_stat(*pid)
+                    .filter(|s| s.start == *start && s.state != 'Z')
+                    .map(|s| (*pid, s))
+            })
+            .collect()
+    }
+
+    fn signal_all(&self, signal: Signal) {
+        let own_group = getpgrp().as_raw();
+        for (pid, stat) in self.alive() {
+            // ESRCH (already gone) is expected.
+            let _ = kill(Pid::from_raw(pid), signal);
+            if stat.pgrp == pid && stat.pgrp != own_group {
+                let _ = killpg(Pid::from_raw(pid), signal);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    ppid: i32,
+    pgrp: i32,
+    state: char,
+    start: u64,
+}
+
+/// Fields of `/proc/<pid>/stat` (the command name may contain spaces and parentheses; fields are read
+/// after its last `)`).
+fn parse_stat(text: &str) -> Option<Stat> {
+    let after = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After the name: state(0) ppid(1) pgrp(2) … starttime(19).
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+fn read_stat(pid: i32) -> Option<Stat> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| parse_stat(&t))
+}
+
+fn process_table() -> Vec<(i32, Stat)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter_map(|pid| read_stat(pid).map(|s| (pid, s)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_odd_command_names() {
+        let line = "4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let s = parse_stat(line).expect("parses");
+        assert_eq!((s.ppid, s.pgrp, s.state, s.start), (1, 4242, 'S', 987654));
+    }
+}
