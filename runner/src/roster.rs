@@ -223,6 +223,13 @@ pub fn validate_server(
     }
     match server.package.registry {
         Registry::Npm => {
+            if server.package.no_deps {
+                return Err(field_error(
+                    file,
+                    "package.no_deps",
+                    "applies to PyPI packages only",
+                ));
+            }
             if server.package.python.is_some() {
                 return Err(field_error(
                     file,
@@ -251,7 +258,10 @@ pub fn validate_server(
             }
         }
         Registry::Pypi => {
-            if server.package.node.is_some() || server.package.ignore_scripts {
+            if server.package.node.is_some()
+                || server.package.ignore_scripts
+                || server.package.playwright_browsers
+            {
                 return Err(field_error(
                     file,
                     "package.node",
@@ -353,7 +363,7 @@ pub fn validate_server(
                 ));
             }
             if let Some(capture) = &step.capture
-                && let Err(e) = regex::Regex::new(&capture.pattern)
+                && let Err(e) = regex::Regex::new(&without_placeholders(&capture.pattern))
             {
                 return Err(field_error(
                     file,
@@ -373,6 +383,28 @@ pub fn validate_server(
         }
     }
     Ok(())
+}
+
+/// A capture pattern with its `{{binding}}` placeholders replaced by a literal, for checking that it
+/// compiles (the agent fills placeholders with regex-escaped values).
+fn without_placeholders(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut rest = pattern;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        match rest[start + 2..].find("}}") {
+            Some(end) => {
+                out.push('x');
+                rest = &rest[start + 2 + end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Values a launch template may name as `{key}`: `prefix`, `venv`, `node_bin`, `chromium`, `scratch`,

@@ -193,6 +193,14 @@ pub struct PackageSpec {
     /// npm: install with `--ignore-scripts` (a postinstall that downloads a browser).
     #[serde(default, skip_serializing_if = "is_false")]
     pub ignore_scripts: bool,
+    /// PyPI: install the package itself without its declared dependencies, then `with` (with theirs):
+    /// for a package that pins a dependency version the index does not have.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_deps: bool,
+    /// npm: the package drives Playwright's own browser builds; the install links Playwright's expected
+    /// browser folders to the system Chromium and provides `{playwright_browsers}`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub playwright_browsers: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -282,7 +290,8 @@ pub struct RecipeStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub each: Option<String>,
     /// Capture a value from this step's text result into a new binding for later steps: the first
-    /// match group of `pattern` (after its own `{{binding}}` placeholders are filled) becomes `name`.
+    /// match group of `pattern` (after its own `{{binding}}` placeholders are filled with regex-escaped
+    /// values) becomes `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<Capture>,
 }

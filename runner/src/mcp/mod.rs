@@ -27,18 +27,44 @@ pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};
 use crate::roster::ResolvedLaunch;
 
 /// Runs the stdio tap between this process's stdin/stdout and `command` (inheriting this process's
-/// environment and working directory), writing the wire tape to `out`. Returns the server's exit code
-/// (128 + signal number when it died on a signal; 1 when it had to be stopped).
-///
-/// Ends when either side closes: the client's end of input closes the server's stdin (the server then
-/// has `grace` to exit before SIGTERM, then SIGKILL); the server's exit ends the tap. SIGINT and
-/// SIGTERM to the tap stop the server's whole process group and still close the tape.
+/// environment and working directory), writing the wire tape to `out`: `agentrank-run tap`. Returns
+/// the server's exit code (128 + signal number when it died on a signal; 1 when it had to be stopped).
+/// See [`run_tap`].
 pub async fn run_tap_command(
     out: &Path,
     command: &[String],
     attempt_id: &str,
     grace: Duration,
 ) -> Result<i32, McpError> {
+    run_tap(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        out,
+        command,
+        attempt_id,
+        grace,
+    )
+    .await
+}
+
+/// The tap between a client (`client_in` is what the client writes, `client_out` what it reads) and
+/// `command`, writing the wire tape to `out`.
+///
+/// Ends when either side closes: the client's end of input closes the server's stdin (the server then
+/// has `grace` to exit before SIGTERM, then SIGKILL); the server's exit ends the tap. SIGINT and
+/// SIGTERM to this process stop the server's whole process group and still close the tape.
+pub async fn run_tap<R, W>(
+    client_in: R,
+    client_out: W,
+    out: &Path,
+    command: &[String],
+    attempt_id: &str,
+    grace: Duration,
+) -> Result<i32, McpError>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let Some((program, args)) = command.split_first() else {
         return Err(McpError::Spawn {
             program: String::new(),
@@ -61,18 +87,8 @@ pub async fn run_tap_command(
             program: program.clone(),
             source,
         })?;
-    let mut to_server = tokio::spawn(tap::pump(
-        tokio::io::stdin(),
-        stdin,
-        Dir::In,
-        recorder.clone(),
-    ));
-    let mut to_client = tokio::spawn(tap::pump(
-        stdout,
-        tokio::io::stdout(),
-        Dir::Out,
-        recorder.clone(),
-    ));
+    let mut to_server = tokio::spawn(tap::pump(client_in, stdin, Dir::In, recorder.clone()));
+    let mut to_client = tokio::spawn(tap::pump(stdout, client_out, Dir::Out, recorder.clone()));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|source| McpError::Spawn {
             program: "signal handler".into(),

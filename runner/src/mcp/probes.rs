@@ -8,9 +8,10 @@
 //!   currency); passes when it is a published revision;
 //! - `impossible-version`: `initialize` offering a revision that cannot exist; passes when the server
 //!   answers with a revision of its own or refuses, fails when it echoes the impossible one;
-//! - `discovery-method`: `server/discover` (the modern discovery method) is implemented;
 //! - `deprecated-revision`: the negotiated revision is not the retired 2024-11-05;
 //! - `pagination`: `tools/list` ends (no repeated cursor, under the page cap) with unique tool names;
+//! - `discovery-method`: `server/discover` (the modern discovery method) is implemented; sent last,
+//!   since an unknown method ends some servers' sessions (which is itself a failure);
 //! - `stdout-json-only`: every line the server wrote on stdout was JSON;
 //! - `header-mismatch`, `cache-hints`: HTTP-only or post-2026 checks; `Unknown` on stdio connections
 //!   negotiating an older revision.
@@ -188,24 +189,6 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
         },
         id.protocol_version.clone(),
     ));
-    report.probes.push(match session.discover().await {
-        Ok(true) => obs(
-            "discovery-method",
-            ProbeOutcome::Pass,
-            "server/discover answered",
-        ),
-        Ok(false) => obs(
-            "discovery-method",
-            ProbeOutcome::Fail,
-            "server/discover answered with an error",
-        ),
-        Err(McpError::Timeout { .. }) => obs(
-            "discovery-method",
-            ProbeOutcome::Fail,
-            "server/discover got no answer",
-        ),
-        Err(e) => obs("discovery-method", ProbeOutcome::Unknown, e.to_string()),
-    });
     report.probes.push(if id.protocol_version == "2024-11-05" {
         obs(
             "deprecated-revision",
@@ -260,6 +243,30 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
             ProbeOutcome::Fail,
             format!("tools/list failed: {e}"),
         ),
+    });
+    // Last: an unknown method ends some fragile servers' sessions.
+    report.probes.push(match session.discover().await {
+        Ok(true) => obs(
+            "discovery-method",
+            ProbeOutcome::Pass,
+            "server/discover answered",
+        ),
+        Ok(false) => obs(
+            "discovery-method",
+            ProbeOutcome::Fail,
+            "server/discover answered with an error",
+        ),
+        Err(McpError::Timeout { .. }) => obs(
+            "discovery-method",
+            ProbeOutcome::Fail,
+            "server/discover got no answer",
+        ),
+        Err(McpError::Closed { .. }) => obs(
+            "discovery-method",
+            ProbeOutcome::Fail,
+            "the server exited when sent server/discover",
+        ),
+        Err(e) => obs("discovery-method", ProbeOutcome::Unknown, e.to_string()),
     });
 }
 

@@ -19,6 +19,8 @@ use sha2::{Digest, Sha256};
 use super::{LaunchContext, Roster};
 
 const MARKER: &str = "agentrank-install.json";
+/// Folder inside an npm install where Playwright's browser folders link to the system Chromium.
+const PLAYWRIGHT_BROWSERS: &str = "playwright-browsers";
 /// No single package-manager run may take longer than this.
 const INSTALL_DEADLINE: Duration = Duration::from_secs(20 * 60);
 
@@ -31,6 +33,20 @@ pub struct InstallOptions {
     pub only: Vec<String>,
     /// Never run a package manager: fail for anything not already in the cache.
     pub offline: bool,
+    /// The system Chromium that Playwright's browser folders are linked to (`/usr/bin/chromium`).
+    pub chromium: PathBuf,
+}
+
+impl InstallOptions {
+    /// Defaults: every server, online, the system Chromium.
+    pub fn new(cache_dir: impl Into<PathBuf>) -> Self {
+        InstallOptions {
+            cache_dir: cache_dir.into(),
+            only: Vec::new(),
+            offline: false,
+            chromium: PathBuf::from("/usr/bin/chromium"),
+        }
+    }
 }
 
 /// A server present in the cache, ready to launch.
@@ -157,9 +173,9 @@ pub fn installed(
 ) -> Result<InstalledServer, InstallError> {
     let server = roster.server(id)?;
     let options = InstallOptions {
-        cache_dir: cache_dir.to_path_buf(),
         only: vec![id.to_string()],
         offline: true,
+        ..InstallOptions::new(cache_dir)
     };
     install_one(roster, server, &options)
 }
@@ -184,6 +200,12 @@ fn install_one(
                 "prefix_bin".into(),
                 dir.join("node_modules/.bin").display().to_string(),
             );
+            if server.package.playwright_browsers {
+                context.insert(
+                    "playwright_browsers".into(),
+                    dir.join(PLAYWRIGHT_BROWSERS).display().to_string(),
+                );
+            }
         }
         Registry::Pypi => {
             context.insert("venv".into(), dir.join("venv").display().to_string());
@@ -214,7 +236,13 @@ fn install_one(
     }
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let lock = match server.package.registry {
-        Registry::Npm => install_npm(server, &dir, context.get("node_bin").map(PathBuf::from))?,
+        Registry::Npm => {
+            let lock = install_npm(server, &dir, context.get("node_bin").map(PathBuf::from))?;
+            if server.package.playwright_browsers {
+                link_playwright_browsers(&dir, &options.chromium)?;
+            }
+            lock
+        }
         Registry::Pypi => install_pypi(server, &dir)?,
     };
     if lock.version != server.package.version {
@@ -361,6 +389,85 @@ fn install_npm(
     Ok(lock_entry(server, version, integrity, tree, runtime))
 }
 
+/// Creates the folders Playwright looks for (`chromium-<rev>/chrome-linux64/chrome`,
+/// `chromium_headless_shell-<rev>/chrome-headless-shell-linux64/chrome-headless-shell`, with their
+/// completion markers) for every Playwright copy in the install, each linked to the system Chromium.
+fn link_playwright_browsers(dir: &Path, chromium: &Path) -> Result<(), InstallError> {
+    let root = dir.join(PLAYWRIGHT_BROWSERS);
+    std::fs::create_dir_all(&root).map_err(io_err(&root))?;
+    let mut manifests = Vec::new();
+    find_files(
+        &dir.join("node_modules"),
+        "browsers.json",
+        &mut manifests,
+        0,
+    );
+    let mut linked = 0;
+    for manifest in manifests {
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let Some(browsers) = value.get("browsers").and_then(|b| b.as_array()) else {
+            continue;
+        };
+        for b in browsers {
+            let name = b.get("name").and_then(|n| n.as_str()).unwrap_or("");
+            let revision = b.get("revision").and_then(|r| r.as_str()).unwrap_or("");
+            let (folder, sub, exe) = match name {
+                "chromium" => ("chromium", "chrome-linux64", "chrome"),
+                "chromium-headless-shell" => (
+                    "chromium_headless_shell",
+                    "chrome-headless-shell-linux64",
+                    "chrome-headless-shell",
+                ),
+                _ => continue,
+            };
+            let browser_dir = root.join(format!("{folder}-{revision}"));
+            let exe_dir = browser_dir.join(sub);
+            std::fs::create_dir_all(&exe_dir).map_err(io_err(&exe_dir))?;
+            let link = exe_dir.join(exe);
+            if !link.exists() {
+                std::os::unix::fs::symlink(chromium, &link).map_err(io_err(&link))?;
+            }
+            for marker in ["INSTALLATION_COMPLETE", "DEPENDENCIES_VALIDATED"] {
+                let m = browser_dir.join(marker);
+                std::fs::write(&m, b"").map_err(io_err(&m))?;
+            }
+            linked += 1;
+        }
+    }
+    if linked == 0 {
+        return Err(InstallError::Lock {
+            file: dir.join("node_modules"),
+            message: "no Playwright browsers.json found to link".into(),
+        });
+    }
+    Ok(())
+}
+
+fn find_files(dir: &Path, name: &str, out: &mut Vec<PathBuf>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            find_files(&path, name, out, depth + 1);
+        } else if e.file_name() == name {
+            out.push(path);
+        }
+    }
+}
+
 fn lock_entry(
     server: &ServerConfig,
     version: &str,
@@ -439,36 +546,65 @@ fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallE
     let mut cmd = Command::new(&python);
     cmd.args(["-m", "venv"]).arg(&venv);
     run_logged(cmd, &log)?;
-    let report = dir.join("pip-report.json");
-    let mut cmd = Command::new(venv.join("bin/python"));
-    cmd.args([
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--report",
-    ])
-    .arg(&report)
-    .arg(format!("{}=={}", pkg.name, pkg.version))
-    .args(&pkg.with);
-    run_logged(cmd, &log)?;
-    let text = std::fs::read_to_string(&report).map_err(io_err(&report))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| InstallError::Lock {
-        file: report.clone(),
-        message: e.to_string(),
-    })?;
-    let entries = value
-        .get("install")
-        .and_then(|v| v.as_array())
-        .ok_or_else(|| InstallError::Lock {
-            file: report.clone(),
-            message: "no `install` list".into(),
-        })?;
+    let pip = |report: &Path, no_deps: bool, requirements: &[String]| {
+        let mut cmd = Command::new(venv.join("bin/python"));
+        cmd.args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+        ]);
+        if no_deps {
+            cmd.arg("--no-deps");
+        }
+        cmd.arg("--report").arg(report).args(requirements);
+        cmd
+    };
+    let main = format!("{}=={}", pkg.name, pkg.version);
+    let mut reports = Vec::new();
+    if pkg.no_deps {
+        let first = dir.join("pip-report-package.json");
+        run_logged(pip(&first, true, std::slice::from_ref(&main)), &log)?;
+        reports.push(first);
+        if !pkg.with.is_empty() {
+            let second = dir.join("pip-report.json");
+            run_logged(pip(&second, false, &pkg.with), &log)?;
+            reports.push(second);
+        }
+    } else {
+        let report = dir.join("pip-report.json");
+        let mut all = vec![main];
+        all.extend(pkg.with.iter().cloned());
+        run_logged(pip(&report, false, &all), &log)?;
+        reports.push(report);
+    }
+    let mut entries = Vec::new();
+    for report in &reports {
+        let text = std::fs::read_to_string(report).map_err(io_err(report))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| InstallError::Lock {
+                file: report.clone(),
+                message: e.to_string(),
+            })?;
+        let list = value
+            .get("install")
+            .and_then(|v| v.as_array())
+            .cloned()
+            .ok_or_else(|| InstallError::Lock {
+                file: report.clone(),
+                message: "no `install` list".into(),
+            })?;
+        entries.extend(list);
+    }
+    let report = reports
+        .first()
+        .cloned()
+        .unwrap_or_else(|| dir.join("pip-report.json"));
     let wanted = normalize_pypi(base_name(&pkg.name));
     let mut tree = Vec::new();
     let mut top: Option<(String, String)> = None;
-    for entry in entries {
+    for entry in &entries {
         let name = entry
             .pointer("/metadata/name")
             .and_then(|v| v.as_str())
