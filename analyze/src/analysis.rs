@@ -239,10 +239,10 @@ fn build_design(
                             let atts = tasks.get(t).map(Vec::as_slice).unwrap_or(&[]);
                             let c = metrics::countable(atts, view);
                             if c.is_empty() && unsupported(server, t) {
-                                Cell {
-                                    passes: vec![false],
-                                    key: hash_str(&format!("unsupported/{server}/{t}")),
-                                }
+                                Cell::from_parts(
+                                    vec![false],
+                                    hash_str(&format!("unsupported/{server}/{t}")),
+                                )
                             } else {
                                 Cell::new(c.iter().map(|(id, p)| (id.as_str(), *p)))
                             }

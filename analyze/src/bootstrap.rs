@@ -8,20 +8,22 @@
 //! the same resample.
 //!
 //! Randomness: the task draw of resample `r` uses the stream `derive(category_key, r)`; the attempt draw of
-//! copy `j` in a cell uses `derive(derive(resample_key, j + 1), cell_key)` where `cell_key` hashes the
+//! copy `j` in a cell uses the stream seeded by `derive(resample_key, j + 1) XOR cell_key` where `cell_key` hashes the
 //! cell's attempt ids. Every draw therefore depends only on the seed and the identity of what is drawn,
 //! never on thread scheduling or on the position of a server in a list.
 
 use crate::rng::{Stream, derive, hash_str};
-use crate::stats::percentile::quantile_sorted;
+use crate::stats::percentile::quantile_select;
 use crate::stats::ranking::competition_ranks_into;
-use crate::stats::spearman::spearman;
+use crate::stats::spearman::{average_ranks_into, pearson, spearman};
 use rayon::prelude::*;
 
 /// One (agent, server, task) cell: the outcomes that count (true = PASS), in attempt order.
 #[derive(Clone, Debug, Default)]
 pub struct Cell {
     pub passes: Vec<bool>,
+    /// Number of `true` in `passes`.
+    pub passes_count: usize,
     /// Stream key of this cell (hash of its attempt ids).
     pub key: u64,
 }
@@ -35,7 +37,17 @@ impl Cell {
             key = derive(key, hash_str(id));
             passes.push(p);
         }
-        Cell { passes, key }
+        Cell::from_parts(passes, key)
+    }
+
+    /// A cell from its outcomes and stream key.
+    pub fn from_parts(passes: Vec<bool>, key: u64) -> Self {
+        let passes_count = passes.iter().filter(|p| **p).count();
+        Cell {
+            passes,
+            passes_count,
+            key,
+        }
     }
 
     pub fn pass_rate(&self) -> Option<f64> {
@@ -98,6 +110,8 @@ pub struct BootstrapResult {
 struct PairPlan {
     a: usize,
     b: usize,
+    /// The common servers are both agents' whole boards, in the same order.
+    whole_boards: bool,
     common: Vec<(usize, usize)>,
     names: Vec<String>,
 }
@@ -114,9 +128,13 @@ fn pair_plans(design: &Design) -> Vec<PairPlan> {
                     names.push(name.clone());
                 }
             }
+            let whole_boards = common.len() == design.servers[a].len()
+                && common.len() == design.servers[b].len()
+                && common.iter().all(|&(x, y)| x == y);
             out.push(PairPlan {
                 a,
                 b,
+                whole_boards,
                 common,
                 names,
             });
@@ -172,6 +190,8 @@ struct Scratch {
     x: Vec<f64>,
     y: Vec<f64>,
     ranks: Vec<u32>,
+    agent_ranks: Vec<Vec<f64>>,
+    keys: Vec<(u64, u32)>,
 }
 
 fn one_resample(
@@ -180,6 +200,7 @@ fn one_resample(
     off: &[usize],
     category_key: u64,
     r: usize,
+    agreement: bool,
     scratch: &mut Scratch,
 ) -> ResampleOut {
     let t_n = design.tasks.len();
@@ -205,8 +226,14 @@ fn one_resample(
                 let m = cell.passes.len();
                 let rate = if m == 0 {
                     0.0
+                } else if cell.passes_count == 0 || cell.passes_count == m {
+                    // Every draw from an all-FAIL or all-PASS cell gives the same rate; no draw needed
+                    // (streams are per cell and copy, so skipping one changes no other draw).
+                    cell.passes_count as f64 / m as f64
                 } else {
-                    let mut st = Stream::new(derive(copy_keys[j], cell.key));
+                    // The copy key and the cell key are independent 64-bit hashes; their XOR seeds the
+                    // copy's stream for this cell.
+                    let mut st = Stream::new(copy_keys[j] ^ cell.key);
                     let mut k = 0usize;
                     for _ in 0..m {
                         k += usize::from(cell.passes[st.below(m)]);
@@ -226,27 +253,45 @@ fn one_resample(
     }
     let mut server_rho = Vec::with_capacity(plans.len());
     let mut cell_rho = Vec::with_capacity(plans.len());
-    for p in plans {
-        scratch.x.clear();
-        scratch.y.clear();
-        for &(sa, sb) in &p.common {
-            scratch.x.push(completion[off[p.a] + sa]);
-            scratch.y.push(completion[off[p.b] + sb]);
+    if agreement {
+        // Average ranks of each agent's whole cell vector, shared by every pair whose common servers are
+        // both agents' whole boards (the usual case).
+        scratch.agent_ranks.clear();
+        for a in 0..design.agents.len() {
+            let v = &scratch.rates[off[a] * t_n..off[a + 1] * t_n];
+            let mut r = Vec::with_capacity(v.len());
+            average_ranks_into(v, &mut scratch.keys, &mut r);
+            scratch.agent_ranks.push(r);
         }
-        server_rho.push(spearman(&scratch.x, &scratch.y));
-        scratch.x.clear();
-        scratch.y.clear();
-        for &(sa, sb) in &p.common {
-            let fa = off[p.a] + sa;
-            let fb = off[p.b] + sb;
-            scratch
-                .x
-                .extend_from_slice(&scratch.rates[fa * t_n..(fa + 1) * t_n]);
-            scratch
-                .y
-                .extend_from_slice(&scratch.rates[fb * t_n..(fb + 1) * t_n]);
+        for p in plans {
+            scratch.x.clear();
+            scratch.y.clear();
+            for &(sa, sb) in &p.common {
+                scratch.x.push(completion[off[p.a] + sa]);
+                scratch.y.push(completion[off[p.b] + sb]);
+            }
+            server_rho.push(spearman(&scratch.x, &scratch.y));
+            if p.whole_boards {
+                cell_rho.push(pearson(
+                    &scratch.agent_ranks[p.a],
+                    &scratch.agent_ranks[p.b],
+                ));
+                continue;
+            }
+            scratch.x.clear();
+            scratch.y.clear();
+            for &(sa, sb) in &p.common {
+                let fa = off[p.a] + sa;
+                let fb = off[p.b] + sb;
+                scratch
+                    .x
+                    .extend_from_slice(&scratch.rates[fa * t_n..(fa + 1) * t_n]);
+                scratch
+                    .y
+                    .extend_from_slice(&scratch.rates[fb * t_n..(fb + 1) * t_n]);
+            }
+            cell_rho.push(spearman(&scratch.x, &scratch.y));
         }
-        cell_rho.push(spearman(&scratch.x, &scratch.y));
     }
     ResampleOut {
         completion,
@@ -259,8 +304,10 @@ fn one_resample(
 fn summarize_rho(point: Option<f64>, draws: Vec<Option<f64>>, n_points: usize) -> RhoSummary {
     let total = draws.len();
     let mut used: Vec<f64> = draws.into_iter().flatten().collect();
-    used.sort_by(f64::total_cmp);
-    let ci = match (quantile_sorted(&used, 0.025), quantile_sorted(&used, 0.975)) {
+    let ci = match (
+        quantile_select(&mut used, 0.025),
+        quantile_select(&mut used, 0.975),
+    ) {
         (Some(lo), Some(hi)) => Some((lo, hi)),
         _ => None,
     };
@@ -284,13 +331,31 @@ pub fn category_key(seed: u64, category: &str) -> u64 {
 /// Run the cluster bootstrap of one category with `resamples` resamples (in parallel on the current rayon
 /// pool; the result does not depend on the number of threads).
 pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> BootstrapResult {
+    bootstrap_with(design, seed, resamples, true)
+}
+
+/// The bootstrap without the agreement statistics (the sensitivity view needs only Completion and ranks).
+pub fn cluster_bootstrap_completion(
+    design: &Design,
+    seed: u64,
+    resamples: usize,
+) -> BootstrapResult {
+    bootstrap_with(design, seed, resamples, false)
+}
+
+fn bootstrap_with(
+    design: &Design,
+    seed: u64,
+    resamples: usize,
+    agreement: bool,
+) -> BootstrapResult {
     let plans = pair_plans(design);
     let off = offsets(design);
     let key = category_key(seed, &design.category);
     let outs: Vec<ResampleOut> = (0..resamples)
         .into_par_iter()
         .map_init(Scratch::default, |scratch, r| {
-            one_resample(design, &plans, &off, key, r, scratch)
+            one_resample(design, &plans, &off, key, r, agreement, scratch)
         })
         .collect();
 
@@ -309,16 +374,14 @@ pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> Bootst
             let flat = off[a] + s;
             column.clear();
             column.extend(outs.iter().map(|o| o.completion[flat]));
-            column.sort_by(f64::total_cmp);
-            let lo = quantile_sorted(&column, 0.025).unwrap_or(point[a][s]);
-            let hi = quantile_sorted(&column, 0.975).unwrap_or(point[a][s]);
+            let lo = quantile_select(&mut column, 0.025).unwrap_or(point[a][s]);
+            let hi = quantile_select(&mut column, 0.975).unwrap_or(point[a][s]);
             ci_row.push((lo, hi));
             column.clear();
             column.extend(outs.iter().map(|o| f64::from(o.ranks[flat])));
-            column.sort_by(f64::total_cmp);
             let rp = f64::from(rank_point[a][s]);
-            let rlo = quantile_sorted(&column, 0.025).unwrap_or(rp).floor() as u32;
-            let rhi = quantile_sorted(&column, 0.975).unwrap_or(rp).ceil() as u32;
+            let rlo = quantile_select(&mut column, 0.025).unwrap_or(rp).floor() as u32;
+            let rhi = quantile_select(&mut column, 0.975).unwrap_or(rp).ceil() as u32;
             rank_row.push((rlo, rhi));
         }
         completion_ci.push(ci_row);
@@ -326,7 +389,7 @@ pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> Bootst
     }
 
     let mut pairs = Vec::new();
-    for (i, p) in plans.iter().enumerate() {
+    for (i, p) in plans.iter().enumerate().filter(|_| agreement) {
         let xs: Vec<f64> = p.common.iter().map(|&(sa, _)| point[p.a][sa]).collect();
         let ys: Vec<f64> = p.common.iter().map(|&(_, sb)| point[p.b][sb]).collect();
         let server_point = spearman(&xs, &ys);

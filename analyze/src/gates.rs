@@ -574,3 +574,310 @@ pub fn sweep_void(from_category: &str) -> GateResult {
         format!("The smoke gate of category {from_category} failed, which voids the whole sweep."),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn lock_gate_outcomes() {
+        let g = lock_gate(Some(true), &[]);
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (GateStatus::Passed, "PROCEED", "lock_manifest_complete")
+        );
+        let g = lock_gate(Some(false), &strs(&["server x has no pinned version"]));
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (
+                GateStatus::Refused,
+                "GATE_FAILED",
+                "lock_manifest_incomplete"
+            )
+        );
+        assert!(g.explanation.contains("server x has no pinned version"));
+        assert_eq!(lock_gate(None, &[]).status, GateStatus::NotRun);
+    }
+
+    #[test]
+    fn leak_and_surface() {
+        let mut cp = BTreeMap::new();
+        cp.insert("t1".to_string(), strs(&["c1"]));
+        let mut il = BTreeMap::new();
+        il.insert("t2".to_string(), strs(&["a9"]));
+        let lint: BTreeSet<String> = BTreeSet::from(["t3".to_string()]);
+        let (g, q) = leak_gate(&cp, &il, &lint, 18, true);
+        assert_eq!(
+            q,
+            BTreeSet::from(["t1".to_string(), "t2".to_string(), "t3".to_string()])
+        );
+        assert_eq!(
+            (g.status, g.reason.as_str()),
+            (GateStatus::Passed, "tasks_quarantined")
+        );
+        assert_eq!(g.attempt_ids, strs(&["a9", "c1"]));
+        let (g, q) = leak_gate(
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &BTreeSet::new(),
+            18,
+            false,
+        );
+        assert!(q.is_empty());
+        assert_eq!(g.reason, "no_leak");
+
+        // 10 core tasks, 3 quarantined → 7 < 8 → INSUFFICIENT_SURFACE.
+        let g = surface_gate(10, 3);
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (
+                GateStatus::Refused,
+                "INSUFFICIENT_SURFACE",
+                "suite_below_minimum"
+            )
+        );
+        assert_eq!(g.threshold, Some(8.0));
+        assert_eq!(g.counts["admitted"], Value::from(7));
+        // Exactly 8 admitted is enough.
+        assert_eq!(surface_gate(10, 2).status, GateStatus::Passed);
+    }
+
+    #[test]
+    fn smoke_outcomes() {
+        let expected = BTreeSet::from(["db-count".to_string()]);
+        let mut r = BTreeMap::new();
+        r.insert("db-count".to_string(), (2, 2, strs(&["x", "y"])));
+        let g = smoke_gate(Some("ref"), &r, &expected, true);
+        assert_eq!(
+            (g.status, g.reason.as_str()),
+            (GateStatus::Passed, "smoke_passed")
+        );
+        r.insert("db-count".to_string(), (1, 2, strs(&["x", "y"])));
+        let g = smoke_gate(Some("ref"), &r, &expected, true);
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (GateStatus::Refused, "SWEEP_VOID", "smoke_task_failed")
+        );
+        let g = smoke_gate(Some("ref"), &BTreeMap::new(), &expected, true);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("SWEEP_VOID", "smoke_task_not_run")
+        );
+        let g = smoke_gate(None, &BTreeMap::new(), &expected, true);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("SWEEP_VOID", "no_reference_server")
+        );
+        assert_eq!(
+            smoke_gate(None, &BTreeMap::new(), &expected, false).status,
+            GateStatus::NotRun
+        );
+        assert_eq!(
+            smoke_gate(Some("ref"), &BTreeMap::new(), &expected, false).status,
+            GateStatus::NotRun
+        );
+    }
+
+    fn nulls(
+        a: Option<f64>,
+        b: Option<f64>,
+        c: Option<f64>,
+    ) -> BTreeMap<&'static str, Option<f64>> {
+        BTreeMap::from([("no-tools", a), ("stubbed-empty", b), ("random-args", c)])
+    }
+
+    #[test]
+    fn null_baseline_outcomes() {
+        // T_null = max(0.1, 0.2, 0.3) = 0.3 < 0.5 × 0.7 = 0.35 → PROCEED.
+        let g = null_gate(
+            "claude",
+            Some(0.7),
+            &nulls(Some(0.1), Some(0.2), Some(0.3)),
+            true,
+            vec![],
+        );
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (
+                GateStatus::Passed,
+                "PROCEED",
+                "null_baseline_below_half_of_real"
+            )
+        );
+        assert_eq!(g.counts["t_null"], Value::from(0.3));
+        // 0.3 ≥ 0.5 × 0.6 = 0.3 → KILL (the boundary kills).
+        let g = null_gate(
+            "claude",
+            Some(0.6),
+            &nulls(Some(0.1), Some(0.2), Some(0.3)),
+            true,
+            vec![],
+        );
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (
+                GateStatus::Refused,
+                "KILL",
+                "null_baseline_at_or_above_half_of_real"
+            )
+        );
+        assert_eq!(g.threshold, Some(0.5));
+        // A missing null → INDETERMINATE.
+        let g = null_gate(
+            "claude",
+            Some(0.6),
+            &nulls(Some(0.1), None, Some(0.3)),
+            false,
+            vec![],
+        );
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("INDETERMINATE", "null_or_real_completion_missing")
+        );
+        // Real Completion 0 → INDETERMINATE.
+        let g = null_gate(
+            "claude",
+            Some(0.0),
+            &nulls(Some(0.0), Some(0.0), Some(0.0)),
+            true,
+            vec![],
+        );
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("INDETERMINATE", "real_completion_zero")
+        );
+        // Real missing.
+        let g = null_gate(
+            "claude",
+            None,
+            &nulls(Some(0.0), Some(0.0), Some(0.0)),
+            true,
+            vec![],
+        );
+        assert_eq!(g.outcome, "INDETERMINATE");
+        // Nothing at all: strict → INDETERMINATE; a reader's plain table → NOT_RUN.
+        assert_eq!(
+            null_gate("c", Some(0.5), &nulls(None, None, None), true, vec![]).outcome,
+            "INDETERMINATE"
+        );
+        assert_eq!(
+            null_gate("c", Some(0.5), &nulls(None, None, None), false, vec![]).status,
+            GateStatus::NotRun
+        );
+    }
+
+    fn trials(pass: usize, fail: usize, err: usize) -> Vec<Trial> {
+        let mut v = vec![Trial::Pass; pass];
+        v.extend(vec![Trial::Fail; fail]);
+        v.extend(vec![Trial::Error; err]);
+        v
+    }
+
+    #[test]
+    fn construct_outcomes() {
+        let reg = ConstructRegistration { max_batches: 2 };
+        // 36/36 → published PASS at once.
+        let g = construct_gate("ref", &[(18, trials(36, 0, 0))], reg, vec![]);
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (GateStatus::Passed, "PASS", "reference_reached_answer_key")
+        );
+        assert_eq!((g.threshold, g.alpha), (Some(0.9), Some(0.05)));
+        // 6/10 → FAIL (exact tail 0.0128 < 0.05) → GATE_FAILED, p-value printed.
+        let g = construct_gate("ref", &[(10, trials(6, 4, 0))], reg, vec![]);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("GATE_FAILED", "reference_below_threshold")
+        );
+        assert!((g.p_value.unwrap_or(1.0) - 0.012_795_198_4).abs() < 1e-9);
+        // 18/18 → EXTEND (thin PASS); the first batch brings 36/36 → PASS, ledger has two entries.
+        let g = construct_gate(
+            "ref",
+            &[(18, trials(18, 0, 0)), (18, trials(18, 0, 0))],
+            reg,
+            vec![],
+        );
+        assert_eq!(g.outcome, "PASS");
+        assert_eq!(g.counts["batches_used"], Value::from(1));
+        assert_eq!(g.counts["ledger"].as_array().map(Vec::len), Some(2));
+        // EXTEND with no batch registered → EXTEND_EXHAUSTED.
+        let none = ConstructRegistration { max_batches: 0 };
+        let g = construct_gate("ref", &[(18, trials(18, 0, 0))], none, vec![]);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("EXTEND_EXHAUSTED", "unresolved_no_extension_registered")
+        );
+        // Still EXTEND after the last registered batch → GATE_FAILED.
+        let one = ConstructRegistration { max_batches: 1 };
+        let g = construct_gate(
+            "ref",
+            &[(5, trials(5, 0, 0)), (5, trials(4, 1, 0))],
+            one,
+            vec![],
+        );
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("GATE_FAILED", "unresolved_after_last_extension")
+        );
+        // Batches beyond the registration are ignored.
+        let g = construct_gate(
+            "ref",
+            &[
+                (5, trials(5, 0, 0)),
+                (5, trials(5, 0, 0)),
+                (30, trials(30, 0, 0)),
+            ],
+            one,
+            vec![],
+        );
+        assert_eq!(g.counts["trials"], Value::from(10));
+        // EXTEND and the registered batch is missing from the record.
+        let g = construct_gate("ref", &[(18, trials(18, 0, 0))], reg, vec![]);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("GATE_FAILED", "registered_extension_not_run")
+        );
+        // Errors: 2 of 38 = 5.3% > 5% → COMPROMISED even with every success.
+        let g = construct_gate("ref", &[(18, trials(36, 0, 2))], reg, vec![]);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("COMPROMISED", "oracle_error_share_above_limit")
+        );
+        // 2 of 40 = 5% exactly is not above the limit.
+        let g = construct_gate("ref", &[(18, trials(38, 0, 2))], reg, vec![]);
+        assert_eq!(g.outcome, "PASS");
+        // No reference attempts at all.
+        let g = construct_gate("ref", &[], reg, vec![]);
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("INDETERMINATE", "construct_not_run")
+        );
+    }
+
+    #[test]
+    fn coverage_and_void() {
+        let g = coverage_gate("claude", "s", 18, &[], vec![]);
+        assert_eq!(
+            (g.status, g.reason.as_str()),
+            (GateStatus::Passed, "attempt_rule_complete")
+        );
+        let g = coverage_gate("claude", "s", 18, &strs(&["t1"]), vec![]);
+        assert_eq!(
+            (g.status, g.outcome.as_str(), g.reason.as_str()),
+            (
+                GateStatus::Refused,
+                "INCOMPLETE_COVERAGE",
+                "attempt_rule_incomplete"
+            )
+        );
+        let g = sweep_void("databases");
+        assert_eq!(
+            (g.outcome.as_str(), g.reason.as_str()),
+            ("SWEEP_VOID", "smoke_failed_elsewhere")
+        );
+    }
+}

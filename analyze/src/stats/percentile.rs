@@ -8,8 +8,8 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
-    // numpy: virtual index = n*q + (alpha + q*(1 - alpha - beta)) - 1 with alpha = beta = 1.
-    let virtual_index = (n as f64) * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0;
+    // numpy's "linear" method: virtual index = (n - 1) * q.
+    let virtual_index = (n - 1) as f64 * q;
     let last = (n - 1) as f64;
     let clamped = virtual_index.clamp(0.0, last);
     let lo = clamped.floor();
@@ -19,6 +19,29 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     let (a, b) = (sorted[lo_i], sorted[hi_i]);
     let diff = b - a;
     // numpy's _lerp: a + diff*t, but computed from the upper end when t >= 0.5.
+    Some(if gamma >= 0.5 {
+        b - diff * (1.0 - gamma)
+    } else {
+        a + diff * gamma
+    })
+}
+
+/// The same value as [`quantile_sorted`] of the sorted `values`, found by selection in O(n) instead of a
+/// full sort (reorders `values`; no NaN allowed).
+pub fn quantile_select(values: &mut [f64], q: f64) -> Option<f64> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let virtual_index = (n - 1) as f64 * q;
+    let clamped = virtual_index.clamp(0.0, (n - 1) as f64);
+    let lo = clamped.floor();
+    let gamma = clamped - lo;
+    let lo_i = lo as usize;
+    let (_, a, rest) = values.select_nth_unstable_by(lo_i, f64::total_cmp);
+    let a = *a;
+    let b = rest.iter().copied().min_by(f64::total_cmp).unwrap_or(a);
+    let diff = b - a;
     Some(if gamma >= 0.5 {
         b - diff * (1.0 - gamma)
     } else {
@@ -68,6 +91,20 @@ mod tests {
         assert!((percentile(&v, 2.5).expect("nonempty") - 0.225).abs() < 1e-12);
         assert_eq!(percentile(&[], 50.0), None);
         assert_eq!(percentile(&[7.0], 97.5), Some(7.0));
+    }
+
+    #[test]
+    fn selection_matches_sorting() {
+        let mut st = crate::rng::Stream::new(5);
+        for n in [1usize, 2, 3, 10, 101, 4000] {
+            let v: Vec<f64> = (0..n).map(|_| (st.below(50) as f64) / 7.0).collect();
+            let mut sorted = v.clone();
+            sorted.sort_by(f64::total_cmp);
+            for q in [0.0, 0.025, 0.3, 0.5, 0.975, 1.0] {
+                let mut w = v.clone();
+                assert_eq!(quantile_select(&mut w, q), quantile_sorted(&sorted, q));
+            }
+        }
     }
 
     #[test]

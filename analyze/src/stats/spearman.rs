@@ -23,6 +23,38 @@ pub fn average_ranks(values: &[f64]) -> Vec<f64> {
     ranks
 }
 
+/// [`average_ranks`] of non-negative finite values (such as pass rates) into `out`, reusing `keys`:
+/// non-negative IEEE doubles order like their bit patterns, so the sort is on integers.
+pub fn average_ranks_into(values: &[f64], keys: &mut Vec<(u64, u32)>, out: &mut Vec<f64>) {
+    if values.iter().any(|v| !(*v >= 0.0 && v.is_finite())) {
+        *out = average_ranks(values);
+        return;
+    }
+    keys.clear();
+    keys.extend(
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.to_bits(), i as u32)),
+    );
+    keys.sort_unstable();
+    out.clear();
+    out.resize(values.len(), 0.0);
+    let n = keys.len();
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && keys[j + 1].0 == keys[i].0 {
+            j += 1;
+        }
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        for k in &keys[i..=j] {
+            out[k.1 as usize] = r;
+        }
+        i = j + 1;
+    }
+}
+
 /// Pearson correlation; `None` if fewer than two points or either side has zero variance.
 pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     let n = x.len();
@@ -63,6 +95,16 @@ mod tests {
             vec![2.0, 3.5, 3.5, 1.0]
         );
         assert_eq!(average_ranks(&[1.0, 1.0, 1.0]), vec![2.0, 2.0, 2.0]);
+    }
+
+    #[test]
+    fn integer_key_ranks_match() {
+        let v = [0.2, 0.0, 0.2, 1.0, 0.6, 0.0, 0.6, 0.6];
+        let mut keys = Vec::new();
+        let mut out = Vec::new();
+        average_ranks_into(&v, &mut keys, &mut out);
+        assert_eq!(out, average_ranks(&v));
+        assert_eq!(out, vec![3.5, 1.5, 3.5, 8.0, 6.0, 1.5, 6.0, 6.0]);
     }
 
     #[test]

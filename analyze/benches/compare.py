@@ -1,0 +1,43 @@
+"""Benchmark driver: runs the Rust analysis and the numpy reference on the same attempts table, each in its
+own child process, and reports CPU time (user + system, from wait4) and peak resident memory of each, with
+their ratios. Used by `cargo bench -p agentrank-analyze`."""
+
+import os
+import subprocess
+import sys
+
+
+def measure(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"{cmd[0]} failed with {code}: {err}")
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+
+
+def main():
+    rust_bin, reference, attempts, tool_calls, capabilities, workdir, resamples, seed = sys.argv[1:9]
+    rust_cmd = [
+        rust_bin, attempts, "--tool-calls", tool_calls, "--capabilities", capabilities,
+        "--reference-server", "databases=srv-0-00", "--reference-server", "web-fetch=srv-1-00",
+        "--reference-server", "browser=srv-2-00",
+        "--seed", seed, "--resamples", resamples, "--out", os.path.join(workdir, "rust-out"),
+    ]
+    ref_cmd = [sys.executable, reference, attempts, "--seed", seed, "--resamples", resamples,
+               "--out", os.path.join(workdir, "numpy-out.json")]
+    rows = []
+    for name, cmd in (("rust", rust_cmd), ("numpy", ref_cmd)):
+        cpu, rss = measure(cmd)
+        rows.append((name, cpu, rss))
+        print(f"{name:>6}: cpu {cpu:8.3f} s   peak rss {rss:8.1f} MiB", flush=True)
+    (_, rc, rm), (_, nc, nm) = rows
+    print(f" ratio: numpy cpu / rust cpu = {nc / rc:.1f}x   numpy peak rss / rust peak rss = {nm / rm:.2f}x")
+    print(f"target: cpu ratio >= 30 -> {'met' if nc / rc >= 30 else 'NOT met'}; "
+          f"rust peak rss below numpy's -> {'met' if rm < nm else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
