@@ -539,7 +539,7 @@ fn lint_task(
             return;
         }
     };
-    let mut hashes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut hashes: Vec<(u64, String)> = Vec::new();
     for seed in 0..seeds {
         let inst = match render_task(t, seed) {
             Ok(i) => i,
@@ -617,14 +617,29 @@ fn lint_task(
                 format!("invalid fixture site: {}", problems.join("; ")),
             );
         }
-        let h = instance_sha256(&inst);
-        if let Some(prev) = hashes.insert(h, seed) {
-            push(
-                report,
-                Some(seed),
-                "environment",
-                format!("seed {seed} renders the same instance as seed {prev}"),
-            );
+        hashes.push((seed, instance_sha256(&inst)));
+    }
+    for (seed, prev) in seed_collisions(&hashes) {
+        push(
+            report,
+            Some(seed),
+            "environment",
+            format!("seed {seed} renders the same instance as seed {prev}"),
+        );
+    }
+}
+
+/// Pairs (later seed, earlier seed) whose instance hashes are equal.
+pub fn seed_collisions(hashes: &[(u64, String)]) -> Vec<(u64, u64)> {
+    let mut first: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (seed, h) in hashes {
+        match first.get(h.as_str()) {
+            Some(prev) => out.push((*seed, *prev)),
+            None => {
+                first.insert(h, *seed);
+            }
         }
     }
+    out
 }

@@ -61,6 +61,7 @@ pub enum Target {
         host: String,
         port: u16,
         user: String,
+        password: String,
         database: String,
     },
     Mysql {
@@ -251,12 +252,43 @@ impl Target {
         }
     }
 
-    fn pg_command(psql: &Path, host: &str, port: u16, user: &str, db: &str) -> Command {
+    /// A target for a per-attempt database of a sidecar (clients: `psql` from the PostgreSQL binary
+    /// directory, `mariadb` from `PATH`).
+    pub fn for_access(access: &crate::sidecar::DatabaseAccess) -> Target {
+        match access.engine {
+            crate::sidecar::Engine::Postgres => Target::Postgres {
+                psql: Path::new(crate::sidecar::POSTGRES_BIN_DIR).join("psql"),
+                host: access.host.clone(),
+                port: access.port,
+                user: access.user.clone(),
+                password: access.password.clone(),
+                database: access.database.clone(),
+            },
+            crate::sidecar::Engine::MariaDb => Target::Mysql {
+                client: PathBuf::from("mariadb"),
+                host: access.host.clone(),
+                port: access.port,
+                user: access.user.clone(),
+                password: access.password.clone(),
+                database: access.database.clone(),
+            },
+        }
+    }
+
+    fn pg_command(
+        psql: &Path,
+        host: &str,
+        port: u16,
+        user: &str,
+        password: &str,
+        db: &str,
+    ) -> Command {
         let mut c = Command::new(psql);
         c.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
             .arg(format!("--field-separator={FIELD_SEP}"))
             .arg(format!("--pset=null={PG_NULL}"))
             .args(["-h", host, "-p", &port.to_string(), "-U", user, "-d", db])
+            .env("PGPASSWORD", password)
             .env("PGCONNECT_TIMEOUT", "10")
             .env("PGCLIENTENCODING", "UTF8");
         c
@@ -332,9 +364,10 @@ impl Target {
                 host,
                 port,
                 user,
+                password,
                 database,
             } => {
-                let mut c = Self::pg_command(psql, host, *port, user, database);
+                let mut c = Self::pg_command(psql, host, *port, user, password, database);
                 c.args(["-f", "-"]);
                 run("postgres", c, script.as_bytes(), "script").map(|_| ())
             }
@@ -368,9 +401,10 @@ impl Target {
                 host,
                 port,
                 user,
+                password,
                 database,
             } => {
-                let mut c = Self::pg_command(psql, host, *port, user, database);
+                let mut c = Self::pg_command(psql, host, *port, user, password, database);
                 c.args(["-c", sql]);
                 let out = run("postgres", c, b"", sql)?;
                 Ok(out
@@ -435,6 +469,14 @@ impl Target {
         }
     }
 
+    /// Run several queries; DuckDB runs them in one interpreter start.
+    pub fn query_many(&self, queries: &[&str]) -> Result<Vec<Rows>, ClientError> {
+        match self {
+            Target::Duckdb { python, path } => Self::duckdb(python, path, None, queries),
+            _ => queries.iter().map(|q| self.query(q)).collect(),
+        }
+    }
+
     fn first_column(rows: Rows) -> Vec<String> {
         rows.into_iter()
             .filter_map(|r| r.into_iter().next().flatten())
@@ -483,6 +525,93 @@ impl Target {
             })
             .collect())
     }
+}
+
+/// Answer ground-truth entries (SQL, `@tables`, or `@columns <table>`) on a target: name → the first
+/// column of every result row, as normalized text (NULL as an empty string).
+pub fn run_ground_truth(
+    target: &Target,
+    entries: &std::collections::BTreeMap<String, String>,
+) -> Result<std::collections::BTreeMap<String, Vec<String>>, ClientError> {
+    let mut out = std::collections::BTreeMap::new();
+    let sql: Vec<(&String, &String)> = entries
+        .iter()
+        .filter(|(_, q)| !q.starts_with('@'))
+        .collect();
+    let results = target.query_many(&sql.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>())?;
+    for ((name, _), rows) in sql.into_iter().zip(results) {
+        out.insert(
+            name.clone(),
+            rows.into_iter()
+                .map(|r| r.into_iter().next().flatten().unwrap_or_default())
+                .collect(),
+        );
+    }
+    for (name, q) in entries {
+        if q == "@tables" {
+            out.insert(name.clone(), target.list_tables()?);
+        } else if let Some(table) = q.strip_prefix("@columns ") {
+            out.insert(name.clone(), target.columns(table.trim())?);
+        }
+    }
+    Ok(out)
+}
+
+/// Every table's rows, keyed by first column: the snapshot `db.unchangedExcept` compares.
+pub fn snapshot_all(
+    target: &Target,
+) -> Result<std::collections::BTreeMap<String, TableSnapshot>, ClientError> {
+    let tables = target.list_tables()?;
+    let queries: Vec<String> = tables
+        .iter()
+        .map(|t| format!("SELECT * FROM {t} ORDER BY 1"))
+        .collect();
+    let results = target.query_many(&queries.iter().map(String::as_str).collect::<Vec<_>>())?;
+    Ok(tables
+        .into_iter()
+        .zip(results)
+        .map(|(t, rows)| {
+            let snap: TableSnapshot = rows
+                .into_iter()
+                .map(|r| (r.first().cloned().flatten().unwrap_or_default(), r))
+                .collect();
+            (t, snap)
+        })
+        .collect())
+}
+
+/// Gather what a verifier tree needs from the database after an attempt (`before` is the snapshot taken
+/// right after seeding, needed only when the tree diffs state).
+pub fn observe(
+    target: &Target,
+    needs: &crate::verify::DatabaseNeeds,
+    before: Option<std::collections::BTreeMap<String, TableSnapshot>>,
+) -> Result<agentrank_schema::predicate::ObservedDatabase, ClientError> {
+    let mut obs = agentrank_schema::predicate::ObservedDatabase::default();
+    let qs: Vec<&str> = needs.queries.iter().map(String::as_str).collect();
+    // A query that fails (for example on a table the agent dropped) is observed as absent.
+    if let Ok(results) = target.query_many(&qs) {
+        for (q, rows) in qs.iter().zip(results) {
+            obs.queries.insert((*q).to_owned(), rows);
+        }
+    } else {
+        for q in &qs {
+            if let Ok(rows) = target.query(q) {
+                obs.queries.insert((*q).to_owned(), rows);
+            }
+        }
+    }
+    if needs.catalog || needs.snapshots {
+        for t in target.list_tables()? {
+            let cols = target.columns(&t)?;
+            obs.tables.insert(t, cols);
+        }
+    }
+    if needs.snapshots {
+        obs.before = before.unwrap_or_default();
+        obs.after = snapshot_all(target)?;
+    }
+    Ok(obs)
 }
 
 #[cfg(test)]

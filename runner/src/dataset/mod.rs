@@ -76,7 +76,7 @@ pub fn money(cents: i64) -> String {
     let frac = c % 100;
     if frac == 0 {
         format!("{sign}{whole}")
-    } else if frac % 10 == 0 {
+    } else if frac.is_multiple_of(10) {
         format!("{sign}{whole}.{}", frac / 10)
     } else {
         format!("{sign}{whole}.{frac:02}")

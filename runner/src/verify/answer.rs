@@ -130,7 +130,7 @@ pub fn exact_matches(answer: &str, expected: &str, case_sensitive: bool) -> bool
     if a == e {
         return true;
     }
-    !e.ends_with('.') && a.strip_suffix('.').map(|x| clean(x)) == Some(e)
+    !e.ends_with('.') && a.strip_suffix('.').map(clean) == Some(e)
 }
 
 /// Split an answer into set items: on commas, semicolons and newlines; list bullets (`-`, `*`, `•`,

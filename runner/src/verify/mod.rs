@@ -444,14 +444,13 @@ fn eval_primitive_inner(
             let last = log
                 .requests
                 .iter()
-                .filter(|r| {
+                .rfind(|r| {
                     r.listener == Listener::Site
                         && r.method == "GET"
                         && r.headers.iter().any(|(k, v)| {
                             k.eq_ignore_ascii_case("accept") && v.contains("text/html")
                         })
                 })
-                .next_back()
                 .map(|r| r.path.as_str());
             (
                 verdict(last == Some(want)),

@@ -284,12 +284,8 @@ pub fn wizard(seed: u64) -> Generated {
     let plan_values: Vec<String> = (0..4).map(|_| r.alnum(8)).collect();
     let which = r.index(4);
     let forms = [
-        format!(
-            "<label for=\"first_name\">First name</label>\n<input id=\"first_name\" name=\"first_name\" type=\"text\">"
-        ),
-        format!(
-            "<label for=\"city\">City</label>\n<input id=\"city\" name=\"city\" type=\"text\">"
-        ),
+        "<label for=\"first_name\">First name</label>\n<input id=\"first_name\" name=\"first_name\" type=\"text\">".to_owned(),
+        "<label for=\"city\">City</label>\n<input id=\"city\" name=\"city\" type=\"text\">".to_owned(),
         format!(
             "<label for=\"plan\">Plan</label>\n<select id=\"plan\" name=\"plan\">\n<option value=\"\">Choose…</option>\n{}</select>",
             plans
