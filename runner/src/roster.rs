@@ -535,6 +535,7 @@ pub fn resolve_launch(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -1,5 +1,6 @@
 //! The runner's MCP client against a purpose-built misbehaving server: each fault is a distinct,
 //! recorded outcome, no request waits past its deadline, and no server process outlives its session.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 
@@ -386,4 +387,43 @@ fn a_slow_start_inside_the_init_deadline_is_measured_as_cold_start() {
             "{err}"
         );
     });
+}
+
+#[test]
+fn stub_mode_answers_tool_calls_empty_without_the_server() {
+    let rt = support::runtime();
+    let tmp = tempfile::tempdir().unwrap();
+    let tape = tmp.path().join("stub.mcp.jsonl.zst");
+    rt.block_on(async {
+        let mut opts = support::quick_options();
+        opts.stub_tool_calls = true;
+        // The crash server would exit on any tools/call: in stub mode it never sees one.
+        let s = McpSession::start(&support::misbehaving("crash"), Some(&tape), "stub", opts)
+            .await
+            .unwrap();
+        let listing = s.list_tools().await.unwrap();
+        assert_eq!(listing.names(), vec!["echo".to_string()]);
+        for _ in 0..3 {
+            let out = s.call_tool("echo", args("x")).await.unwrap();
+            assert_eq!(out.text, "");
+            assert!(!out.is_error);
+            assert_eq!(out.result["content"], json!([]));
+        }
+        let end = s.close().await.unwrap();
+        assert_eq!(end.exit, ExitKind::Exited(0), "the server never crashed");
+    });
+    let lines = read_tape(&tape).unwrap();
+    let TapeLine::Meta(meta) = &lines[0] else {
+        panic!("meta first")
+    };
+    assert!(meta.info.contains_key("stub"));
+    let calls_in = lines
+        .iter()
+        .filter(|l| matches!(l, TapeLine::Message(m) if m.dir == Dir::In && m.raw.contains("tools/call")))
+        .count();
+    let empty_out = lines
+        .iter()
+        .filter(|l| matches!(l, TapeLine::Message(m) if m.dir == Dir::Out && m.raw.contains(r#""content":[]"#)))
+        .count();
+    assert_eq!((calls_in, empty_out), (3, 3));
 }

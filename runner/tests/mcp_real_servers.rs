@@ -2,6 +2,7 @@
 //! every roster server starts and lists exactly the tools its roster entry records, on the protocol
 //! revision recorded there; database servers answer real queries on real PostgreSQL and MariaDB; a
 //! browser server drives the system Chromium.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

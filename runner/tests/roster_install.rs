@@ -1,5 +1,6 @@
 //! The install cache with real registry packages: exact versions and the registries' content hashes
 //! reach the lock entry, a second run needs no network, and an offline run refuses what is missing.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! The stdio tap forwards bytes unchanged in both directions and records every line, JSON or not, with
 //! non-decreasing timestamps; between a client and a real server it produces a complete wire tape.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -467,6 +467,7 @@ pub fn is_exact_version(version: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

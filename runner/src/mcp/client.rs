@@ -18,7 +18,9 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 
 use super::process::{ExitKind, ServerProcess};
-use super::tap::{TapeRecorder, TapeSummary, WireLine, pump};
+use super::tap::{
+    TapeRecorder, TapeSummary, WireLine, pump, pump_stubbing_calls, pump_with_answers,
+};
 use crate::roster::ResolvedLaunch;
 
 /// The protocol revision the runner offers (the newest with an `initialize` handshake).
@@ -39,6 +41,9 @@ pub struct ClientOptions {
     pub stop_grace: Duration,
     /// Name sent as `clientInfo.name`.
     pub client_name: String,
+    /// Stub mode (the `stubbed-empty` null model): the tap answers every `tools/call` with empty
+    /// content and the server never sees it.
+    pub stub_tool_calls: bool,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +55,7 @@ impl Default for ClientOptions {
             page_cap: 50,
             stop_grace: Duration::from_secs(3),
             client_name: "agentrank-runner".to_string(),
+            stub_tool_calls: false,
         }
     }
 }
@@ -190,6 +196,7 @@ pub struct SessionEnd {
 fn spawn_tapped(
     launch: &ResolvedLaunch,
     recorder: &TapeRecorder,
+    stub_tool_calls: bool,
 ) -> Result<
     (
         ServerProcess,
@@ -205,10 +212,18 @@ fn spawn_tapped(
         })?;
     let (client_end, tap_end) = tokio::io::duplex(1 << 20);
     let (tap_read, tap_write) = tokio::io::split(tap_end);
-    let pumps = vec![
-        tokio::spawn(pump(tap_read, stdin, Dir::In, recorder.clone())),
-        tokio::spawn(pump(stdout, tap_write, Dir::Out, recorder.clone())),
-    ];
+    let pumps = if stub_tool_calls {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        vec![
+            tokio::spawn(pump_stubbing_calls(tap_read, stdin, recorder.clone(), tx)),
+            tokio::spawn(pump_with_answers(stdout, tap_write, recorder.clone(), rx)),
+        ]
+    } else {
+        vec![
+            tokio::spawn(pump(tap_read, stdin, Dir::In, recorder.clone())),
+            tokio::spawn(pump(stdout, tap_write, Dir::Out, recorder.clone())),
+        ]
+    };
     Ok((process, client_end, pumps))
 }
 
@@ -255,9 +270,16 @@ impl McpSession {
             "offered_version".into(),
             options.offered_version.clone().into(),
         );
+        if options.stub_tool_calls {
+            info.insert(
+                "stub".into(),
+                "tools/call answered with empty content by the tap; the server never saw it".into(),
+            );
+        }
         let recorder = TapeRecorder::new(tape, attempt_id, info)?;
         let started = Instant::now();
-        let (mut process, client_end, pumps) = spawn_tapped(launch, &recorder)?;
+        let (mut process, client_end, pumps) =
+            spawn_tapped(launch, &recorder, options.stub_tool_calls)?;
         let (read, write) = tokio::io::split(client_end);
         let config = ClientConfig::new(
             ClientCapabilities::default(),

@@ -260,3 +260,126 @@ where
         let _ = writer.shutdown().await;
     }
 }
+
+/// The answer the tap gives in place of the server in stub mode (the `stubbed-empty` null model).
+pub fn empty_tool_result(id: &serde_json::Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}).to_string()
+}
+
+/// The `id` of a `tools/call` request line, if the line is one.
+fn tool_call_id(line: &[u8]) -> Option<serde_json::Value> {
+    let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if value.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    value.get("id").cloned()
+}
+
+/// Client → server pump of stub mode: forwards every line unchanged except `tools/call` requests,
+/// which are recorded and answered through `answers` (to the client) instead of reaching the server.
+pub async fn pump_stubbing_calls<R, W>(
+    mut reader: R,
+    mut writer: W,
+    recorder: TapeRecorder,
+    answers: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut writer_open = true;
+    loop {
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let t = recorder.now_us();
+        pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let body = &line[..line.len() - 1];
+            recorder.record(t, Dir::In, body);
+            if let Some(id) = tool_call_id(body) {
+                let mut answer = empty_tool_result(&id).into_bytes();
+                answer.push(b'\n');
+                let _ = answers.send(answer);
+                continue;
+            }
+            if writer_open
+                && (writer.write_all(&line).await.is_err() || writer.flush().await.is_err())
+            {
+                writer_open = false;
+            }
+        }
+    }
+    if !pending.is_empty() {
+        recorder.record(recorder.now_us(), Dir::In, &pending);
+        if writer_open {
+            let _ = writer.write_all(&pending).await;
+        }
+    }
+    if writer_open {
+        let _ = writer.shutdown().await;
+    }
+}
+
+/// Server → client pump of stub mode: forwards the server's bytes unchanged and inserts the tap's own
+/// answers between lines (never inside one), recording both.
+pub async fn pump_with_answers<R, W>(
+    mut reader: R,
+    mut writer: W,
+    recorder: TapeRecorder,
+    mut answers: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut queued: Vec<Vec<u8>> = Vec::new();
+    let mut answers_open = true;
+    loop {
+        tokio::select! {
+            read = reader.read(&mut buf) => {
+                let n = match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let t = recorder.now_us();
+                let chunk = &buf[..n];
+                if writer.write_all(chunk).await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
+                let mut start = 0;
+                for (i, b) in chunk.iter().enumerate() {
+                    if *b == b'\n' {
+                        pending.extend_from_slice(&chunk[start..i]);
+                        recorder.record(t, Dir::Out, &pending);
+                        pending.clear();
+                        start = i + 1;
+                    }
+                }
+                pending.extend_from_slice(&chunk[start..]);
+            }
+            answer = answers.recv(), if answers_open => {
+                match answer {
+                    Some(a) => queued.push(a),
+                    None => answers_open = false,
+                }
+            }
+        }
+        if pending.is_empty() && !queued.is_empty() {
+            for a in queued.drain(..) {
+                recorder.record(recorder.now_us(), Dir::Out, &a[..a.len().saturating_sub(1)]);
+                if writer.write_all(&a).await.is_err() || writer.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    if !pending.is_empty() {
+        recorder.record(recorder.now_us(), Dir::Out, &pending);
+    }
+    let _ = writer.shutdown().await;
+}

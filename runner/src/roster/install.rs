@@ -369,8 +369,16 @@ fn install_npm(
         let version = entry.get("version").and_then(|v| v.as_str()).unwrap_or("");
         tree.push(format!("{name}=={version}"));
     }
+    // The top-level entry is `node_modules/<name>`; npm writes a relative path instead when the
+    // prefix is reached through a symbolic link, so take the shortest key ending in it.
+    let suffix = format!("node_modules/{}", pkg.name);
     let top = packages
-        .get(&format!("node_modules/{}", pkg.name))
+        .iter()
+        .filter(|(key, _)| {
+            key.ends_with(&suffix) && !key[..key.len() - suffix.len()].contains("node_modules/")
+        })
+        .min_by_key(|(key, _)| key.len())
+        .map(|(_, entry)| entry)
         .ok_or_else(|| bad("the server package is missing from the lock"))?;
     let version = top
         .get("version")
@@ -712,6 +720,7 @@ pub fn lock_map(servers: &[InstalledServer]) -> BTreeMap<String, LockEntry> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
