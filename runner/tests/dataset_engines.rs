@@ -18,8 +18,13 @@ use agentrank_schema::task::{Binding, Category, Engine, Environment};
 
 const SEEDS: u64 = 20;
 
+/// The Python with the `duckdb` package: `AGENTRANK_DUCKDB_PYTHON`, else the test Python the test command
+/// prepares (`AGENTRANK_PYTHON`), else `python3`.
 fn python() -> PathBuf {
-    PathBuf::from(std::env::var("AGENTRANK_DUCKDB_PYTHON").unwrap_or_else(|_| "python3".into()))
+    std::env::var_os("AGENTRANK_DUCKDB_PYTHON")
+        .or_else(|| std::env::var_os("AGENTRANK_PYTHON"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
 fn targets(pg: &Sidecar, my: &Sidecar, dir: &Path, seed: u64, suffix: &str) -> Vec<Target> {
