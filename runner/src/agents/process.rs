@@ -3,10 +3,12 @@
 //! line, drain stderr into a bounded tail, and end it at the deadline together with its whole process
 //! tree.
 //!
-//! The tree is tracked while the agent runs: every 100 ms (and on every stdout line) the descendants of
-//! the agent are read from `/proc`, remembered with their start times, and at the end every remembered
-//! process that is still the same process is signalled — also those that left the agent's process group
-//! (`setsid`), such as the stdio tap's server. At the deadline the tree gets SIGTERM (the tap then closes
+//! The tree is tracked while the agent runs: every 25 ms the descendants of the agent are read from
+//! `/proc` and remembered with their start times; at the end, processes whose environment carries the
+//! run's marker ([`RUN_MARKER_VAR`], set on the agent and inherited unless a program clears it) join
+//! them, and every remembered process that is still the same process is signalled — also those that
+//! left the agent's process group (`setsid`), such as the stdio tap's server — together with the groups
+//! they lead. At the deadline the tree gets SIGTERM (the tap then closes
 //! its tape), a grace period, then SIGKILL. After a normal exit, leftovers get the same treatment.
 
 use std::collections::BTreeMap;
@@ -22,7 +24,18 @@ use super::{AgentError, Invocation, RunEnd};
 /// Bytes of stderr kept (the tail).
 const STDERR_TAIL: usize = 256 * 1024;
 /// How often the process tree is re-read.
-const TREE_POLL: Duration = Duration::from_millis(100);
+const TREE_POLL: Duration = Duration::from_millis(25);
+/// An environment variable set on every agent process with a value unique to the run; processes that
+/// inherit it are part of the run even after they left its tree (a double fork, `setsid`).
+pub const RUN_MARKER_VAR: &str = "AGENTRANK_AGENT_RUN";
+
+static RUN_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A marker value unique to this runner process and run.
+fn run_marker() -> String {
+    let n = RUN_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
 
 /// What a CLI run left.
 #[derive(Debug, Clone)]
@@ -45,10 +58,12 @@ pub async fn run_cli(
 ) -> Result<CliOutput, AgentError> {
     let started = Instant::now();
     let deadline = tokio::time::Instant::now() + limit;
+    let marker = run_marker();
     let mut cmd = Command::new(&inv.program);
     cmd.args(&inv.args)
         .env_clear()
         .envs(&inv.env)
+        .env(RUN_MARKER_VAR, &marker)
         .current_dir(&inv.cwd)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -60,7 +75,10 @@ pub async fn run_cli(
         source,
     })?;
     let root = child.id().and_then(|id| i32::try_from(id).ok());
-    let mut tree = Tree::default();
+    let mut tree = Tree {
+        marker: format!("{RUN_MARKER_VAR}={marker}"),
+        ..Tree::default()
+    };
     if let Some(root) = root {
         tree.remember(root);
     }
@@ -93,66 +111,62 @@ pub async fn run_cli(
 
     let mut lines = Vec::new();
     let mut timed_out = false;
+    let mut status = None;
     if let Some(stdout) = child.stdout.take() {
         let mut reader = BufReader::new(stdout);
         let mut buf = Vec::new();
         let mut poll = tokio::time::interval(TREE_POLL);
+        // Reading stops at end of output, or shortly after the program exits (a leftover child may
+        // hold the pipe open), or at the deadline.
+        let mut stop_at: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 read = reader.read_until(b'\n', &mut buf) => {
                     match read {
                         Ok(0) | Err(_) => break,
                         Ok(_) => {
-                            let t = micros(started.elapsed());
-                            let text = String::from_utf8_lossy(&buf);
-                            lines.push((t, text.trim_end_matches(['\n', '\r']).to_string()));
+                            push_line(&mut lines, &buf, started);
                             buf.clear();
                         }
                     }
+                }
+                exited = child.wait(), if status.is_none() && !timed_out => {
+                    status = exited.ok();
+                    stop_at = Some(tokio::time::Instant::now() + EXIT_DRAIN);
                 }
                 _ = poll.tick() => {
                     if let Some(root) = root {
                         tree.scan(root);
                     }
                 }
-                _ = tokio::time::sleep_until(deadline), if !timed_out => {
+                _ = sleep_until_opt(stop_at) => break,
+                _ = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
                     timed_out = true;
                     if let Some(root) = root {
                         tree.scan(root);
                     }
+                    tree.scan_marker();
                     tree.signal_all(Signal::SIGTERM);
-                    // Keep reading what the tree writes while it shuts down, up to the grace period.
-                    let rest = tokio::time::timeout(grace, async {
-                        loop {
-                            match reader.read_until(b'\n', &mut buf).await {
-                                Ok(0) | Err(_) => break,
-                                Ok(_) => {
-                                    let t = micros(started.elapsed());
-                                    let text = String::from_utf8_lossy(&buf);
-                                    lines.push((t, text.trim_end_matches(['\n', '\r']).to_string()));
-                                    buf.clear();
-                                }
-                            }
-                        }
-                    }).await;
-                    let _ = rest;
-                    break;
+                    // Keep what the tree writes while it shuts down, up to the grace period.
+                    stop_at = Some(tokio::time::Instant::now() + grace);
                 }
             }
         }
+        if !buf.is_empty() {
+            push_line(&mut lines, &buf, started);
+        }
     }
 
-    // Stdout closed (or the deadline passed): wait for the program within what is left of the limit.
-    let status = if timed_out {
+    if timed_out {
         if tokio::time::timeout(grace, child.wait()).await.is_err() {
             tree.signal_all(Signal::SIGKILL);
         }
         let _ = child.wait().await;
-        None
-    } else {
+    } else if status.is_none() {
+        // Stdout closed: wait for the program within what is left of the limit.
         match tokio::time::timeout_at(deadline, child.wait()).await {
-            Ok(Ok(status)) => Some(status),
-            Ok(Err(_)) => None,
+            Ok(Ok(s)) => status = Some(s),
+            Ok(Err(_)) => {}
             Err(_) => {
                 timed_out = true;
                 if let Some(root) = root {
@@ -163,13 +177,16 @@ pub async fn run_cli(
                     tree.signal_all(Signal::SIGKILL);
                 }
                 let _ = child.wait().await;
-                None
             }
         }
-    };
+    }
+    if let Some(root) = root {
+        tree.scan(root);
+    }
+    tree.scan_marker();
 
     // Leftovers (an MCP server that outlived its client, a detached helper) end with the run.
-    let mut reaped = tree.alive().len();
+    let reaped = tree.alive().len();
     if reaped > 0 {
         tree.signal_all(Signal::SIGTERM);
         let until = Instant::now() + grace;
@@ -203,10 +220,7 @@ pub async fn run_cli(
                 (None, Some(sig)) => RunEnd::Signalled(sig),
                 (None, None) => RunEnd::Finished { exit_code: -1 },
             },
-            None => {
-                reaped = reaped.max(1);
-                RunEnd::Stopped("wait failed".into())
-            }
+            None => RunEnd::Stopped("wait failed".into()),
         }
     };
     Ok(CliOutput {
@@ -218,6 +232,22 @@ pub async fn run_cli(
     })
 }
 
+/// How long stdout is still read after the program exited.
+const EXIT_DRAIN: Duration = Duration::from_millis(300);
+
+fn push_line(lines: &mut Vec<(i64, String)>, buf: &[u8], started: Instant) {
+    let t = micros(started.elapsed());
+    let text = String::from_utf8_lossy(buf);
+    lines.push((t, text.trim_end_matches(['\n', '\r']).to_string()));
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
@@ -227,6 +257,8 @@ fn micros(d: Duration) -> i64 {
 #[derive(Debug, Default)]
 struct Tree {
     seen: BTreeMap<i32, u64>,
+    /// `NAME=value` of the run marker.
+    marker: String,
 }
 
 impl Tree {
@@ -251,6 +283,22 @@ impl Tree {
                     self.seen.entry(*pid).or_insert(stat.start);
                     frontier.push(*pid);
                 }
+            }
+        }
+    }
+
+    /// Adds every process whose environment carries the run marker.
+    fn scan_marker(&mut self) {
+        let needle = self.marker.as_bytes();
+        for (pid, stat) in process_table() {
+            if self.seen.contains_key(&pid) {
+                continue;
+            }
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if environ.split(|b| *b == 0).any(|entry| entry == needle) {
+                self.seen.insert(pid, stat.start);
             }
         }
     }
