@@ -603,6 +603,7 @@ fn percent_decode(s: &str) -> String {
                 let hex = bytes
                     .get(i + 1..i + 3)
                     .and_then(|h| std::str::from_utf8(h).ok());
+                let hex = hex.filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()));
                 match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                     Some(b) => {
                         out.push(b);
@@ -758,6 +759,7 @@ mod tests {
         );
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%+f"), "%+f");
     }
 
     #[test]

@@ -272,7 +272,13 @@ impl World {
                 };
                 Ok(World {
                     attempt_id: spec.attempt_id,
-                    inner: Inner::Unisolated(UnisolatedWorld { children: Vec::new() }),
+                    inner: Inner::Unisolated(UnisolatedWorld {
+                        children: Vec::new(),
+                        home: tempfile::Builder::new()
+                            .prefix("agentrank-home-")
+                            .tempdir()
+                            .map_err(io_err("create HOME"))?,
+                    }),
                     host: Some(host),
                     forwarder: None,
                     report,
@@ -299,12 +305,15 @@ impl World {
     pub fn command(&self, server: &ServerCommand) -> Result<Command, SandboxError> {
         match &self.inner {
             Inner::Netns(ns) => ns.command(server),
-            Inner::Unisolated(_) => {
+            Inner::Unisolated(u) => {
                 let mut cmd = Command::new(&server.program);
                 cmd.args(&server.args)
                     .env_clear()
                     .envs(&server.env)
-                    .envs(base_env());
+                    .envs(base_env())
+                    // No isolation: a fresh HOME of its own on the host instead of /home/runner.
+                    .env("HOME", u.home.path())
+                    .current_dir(u.home.path());
                 std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
                 Ok(cmd)
             }
@@ -321,7 +330,7 @@ impl World {
             .spawn()
             .map_err(io_err(format!("spawn {}", server.program)))?;
         match &mut self.inner {
-            Inner::Netns(_) => {}
+            Inner::Netns(ns) => ns.track(child.id()),
             Inner::Unisolated(u) => u.children.push(child.id()),
         }
         Ok(child)
@@ -415,6 +424,7 @@ pub fn base_env() -> BTreeMap<String, String> {
 /// The `none` backend's bookkeeping: the process groups it started.
 struct UnisolatedWorld {
     children: Vec<u32>,
+    home: tempfile::TempDir,
 }
 
 impl UnisolatedWorld {

@@ -46,6 +46,8 @@ pub(crate) struct NetnsWorld {
     dir: Option<tempfile::TempDir>,
     uid: u32,
     cgroup: AttemptCgroup,
+    /// Outer processes spawned into the world (the `sh` → … → `bwrap` chain).
+    spawned: Vec<u32>,
     removed: bool,
 }
 
@@ -130,6 +132,7 @@ impl NetnsWorld {
             dir: None,
             uid,
             cgroup: AttemptCgroup::create(&name, &spec.limits),
+            spawned: Vec::new(),
             removed: false,
         };
         run_admin(Command::new("ip").args(["-n", &name, "link", "set", "lo", "up"]))?;
@@ -344,7 +347,32 @@ impl NetnsWorld {
 
     /// Kills every process of the attempt; returns (killed, left).
     pub(crate) fn kill_all(&mut self) -> Result<(usize, usize), SandboxError> {
-        Ok(self.cgroup.kill_all(Duration::from_secs(10)))
+        let (mut killed, left) = self.cgroup.kill_all(Duration::from_secs(10));
+        // Without cgroups (or as a second line): killing the outer bubblewrap makes its pid-namespace
+        // init die (parent-death signal), and the kernel then kills everything in that namespace.
+        for pid in self.spawned.drain(..) {
+            let state = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+            if !state.is_empty()
+                && !zombie
+                && nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                )
+                .is_ok()
+            {
+                killed += 1;
+            }
+        }
+        Ok((killed, left))
+    }
+
+    /// Remembers a process spawned into this world.
+    pub(crate) fn track(&mut self, pid: u32) {
+        self.spawned.push(pid);
     }
 
     /// Removes the namespace, the cgroups and the files.
