@@ -336,7 +336,20 @@ fn probes_tell_a_correct_server_from_misbehaving_ones() {
         assert_eq!(find(&good, "stdout-json-only"), ProbeOutcome::Pass);
         assert_eq!(find(&good, "deprecated-revision"), ProbeOutcome::Pass);
         assert_eq!(find(&good, "discovery-method"), ProbeOutcome::Fail);
-        assert_eq!(find(&good, "header-mismatch"), ProbeOutcome::Unknown);
+        assert_eq!(find(&good, "header-mismatch"), ProbeOutcome::NotApplicable);
+        let rows = agentrank_runner::mcp::probe_records(&good, "demo", "web-fetch");
+        let revision = rows
+            .iter()
+            .find(|r| r.probe_id == "negotiated-revision")
+            .unwrap();
+        assert_eq!(revision.result, "respects");
+        assert_eq!(revision.observed.as_deref(), Some("2025-11-25"));
+        assert!(rows.iter().any(|r| r.probe_id == "tool-definition-size"
+            && r.observed.as_deref() == Some(good.tool_definition_chars.to_string().as_str())));
+        assert!(
+            rows.iter()
+                .all(|r| r.probe_kind == "protocol" && r.agent_id.is_none())
+        );
         assert_eq!(good.tool_names, vec!["echo".to_string()]);
 
         let echo = run_probes(&support::misbehaving("echo-version"), &opts, None).await;
@@ -359,7 +372,11 @@ fn probes_tell_a_correct_server_from_misbehaving_ones() {
         dead.program = "/nonexistent/server".into();
         let r = run_probes(&dead, &opts, None).await;
         assert!(r.startup_error.is_some());
-        assert!(r.probes.iter().all(|p| p.outcome == ProbeOutcome::Unknown));
+        assert!(r.probes.iter().all(|p| matches!(
+            p.outcome,
+            ProbeOutcome::Unknown | ProbeOutcome::NotApplicable
+        )));
+        assert!(r.probes.iter().all(|p| p.outcome != ProbeOutcome::Pass));
     });
 }
 

@@ -433,8 +433,8 @@ pub struct LockEntry {
     /// Content hash of the package itself as the registry serves it: npm `integrity` (`sha512-…`) or the
     /// PyPI distribution file's `sha256:…`.
     pub integrity: String,
-    /// SHA-256 over the sorted `name==version` list of every package in the install (the dependency
-    /// tree), hex.
+    /// SHA-256 (hex) over one line per package in the install, sorted: `name==version <the registry's
+    /// content hash of that package>` — a content digest of the whole dependency tree.
     pub tree_sha256: String,
     /// Number of packages in the install, the server's own included.
     pub package_count: u64,

@@ -20,7 +20,7 @@ pub use client::{
     ClientOptions, McpError, McpSession, OFFERED_PROTOCOL_VERSION, PaginationEnd, ServerIdentity,
     SessionEnd, ToolCallOutcome, ToolListing,
 };
-pub use probes::{ProbeObservation, ProbeOutcome, ProbeReport, run_probes};
+pub use probes::{ProbeObservation, ProbeOutcome, ProbeReport, probe_records, run_probes};
 pub use process::{ExitKind, ServerProcess};
 pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};
 

@@ -19,6 +19,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use agentrank_schema::records::ProbeRecord;
+
 use super::client::{ClientOptions, McpError, McpSession, PaginationEnd};
 use crate::roster::ResolvedLaunch;
 
@@ -39,8 +41,10 @@ pub const KNOWN_REVISIONS: &[&str] = &[
 pub enum ProbeOutcome {
     Pass,
     Fail,
-    /// The probe does not apply to this connection or could not be run.
+    /// The probe could not be run (the server did not start, an unexpected error).
     Unknown,
+    /// The probe does not apply to this connection (an HTTP-only check on stdio). Never a pass.
+    NotApplicable,
 }
 
 impl ProbeOutcome {
@@ -49,6 +53,18 @@ impl ProbeOutcome {
             ProbeOutcome::Pass => "pass",
             ProbeOutcome::Fail => "fail",
             ProbeOutcome::Unknown => "unknown",
+            ProbeOutcome::NotApplicable => "not_applicable",
+        }
+    }
+
+    /// The `result` value of a `probes` row: `respects` (pass), `doesnt` (fail), `not_applicable`,
+    /// `could_not_check`.
+    pub fn record_result(self) -> &'static str {
+        match self {
+            ProbeOutcome::Pass => "respects",
+            ProbeOutcome::Fail => "doesnt",
+            ProbeOutcome::Unknown => "could_not_check",
+            ProbeOutcome::NotApplicable => "not_applicable",
         }
     }
 }
@@ -157,12 +173,12 @@ pub async fn run_probes(
         .is_some_and(|v| v >= "2026-07-28");
     report.probes.push(obs(
         "header-mismatch",
-        ProbeOutcome::Unknown,
+        ProbeOutcome::NotApplicable,
         "stdio connection: no HTTP headers to mismatch",
     ));
     report.probes.push(obs(
         "cache-hints",
-        ProbeOutcome::Unknown,
+        ProbeOutcome::NotApplicable,
         if modern {
             "not checked on stdio"
         } else {
@@ -308,4 +324,58 @@ async fn impossible_version_probe(
         ),
         Err(e) => obs("impossible-version", ProbeOutcome::Unknown, e.to_string()),
     }
+}
+
+/// The `probes` table rows of a report (`probe_kind = "protocol"`, no agent, no attempt), plus two
+/// measurement rows: `tool-definition-size` (observed: characters) and `cold-start` (observed:
+/// milliseconds), both `not_applicable` as results since they are attributes, not checks.
+pub fn probe_records(report: &ProbeReport, server_id: &str, category: &str) -> Vec<ProbeRecord> {
+    let row = |probe: &str, result: &str, observed: Option<String>, detail: String| ProbeRecord {
+        probe_id: probe.to_string(),
+        probe_kind: "protocol".to_string(),
+        category: category.to_string(),
+        server_id: server_id.to_string(),
+        agent_id: None,
+        attempt_id: None,
+        result: result.to_string(),
+        observed,
+        detail,
+    };
+    let mut rows: Vec<ProbeRecord> = report
+        .probes
+        .iter()
+        .map(|p| {
+            let observed = match p.probe {
+                "negotiated-revision" => report.negotiated_version.clone(),
+                _ => None,
+            };
+            row(
+                p.probe,
+                p.outcome.record_result(),
+                observed,
+                p.detail.clone(),
+            )
+        })
+        .collect();
+    if report.startup_error.is_none() {
+        rows.push(row(
+            "tool-definition-size",
+            "not_applicable",
+            Some(report.tool_definition_chars.to_string()),
+            format!(
+                "{} tools; {} characters of tool definitions on the wire",
+                report.tool_names.len(),
+                report.tool_definition_chars
+            ),
+        ));
+        if let Some(cold) = report.cold_start {
+            rows.push(row(
+                "cold-start",
+                "not_applicable",
+                Some(cold.as_millis().to_string()),
+                "milliseconds from spawn to the initialize answer".to_string(),
+            ));
+        }
+    }
+    rows
 }

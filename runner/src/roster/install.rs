@@ -367,7 +367,11 @@ fn install_npm(
             continue;
         };
         let version = entry.get("version").and_then(|v| v.as_str()).unwrap_or("");
-        tree.push(format!("{name}=={version}"));
+        let integrity = entry
+            .get("integrity")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        tree.push((format!("{name}=={version}"), integrity.to_string()));
     }
     // The top-level entry is `node_modules/<name>`; npm writes a relative path instead when the
     // prefix is reached through a symbolic link, so take the shortest key ending in it.
@@ -480,12 +484,15 @@ fn lock_entry(
     server: &ServerConfig,
     version: &str,
     integrity: &str,
-    mut tree: Vec<String>,
+    mut tree: Vec<(String, String)>,
     runtime: String,
 ) -> LockEntry {
     tree.sort();
     tree.dedup();
-    let tree_sha256 = hex(&Sha256::digest(tree.join("\n").as_bytes()));
+    // One line per package: `name==version <registry content hash>`, so the digest covers content.
+    let lines: Vec<String> = tree.iter().map(|(p, h)| format!("{p} {h}")).collect();
+    let tree_sha256 = hex(&Sha256::digest(lines.join("\n").as_bytes()));
+    let tree: Vec<String> = tree.into_iter().map(|(p, _)| p).collect();
     LockEntry {
         server: server.id.clone(),
         registry: server.package.registry,
@@ -621,19 +628,19 @@ fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallE
             .pointer("/metadata/version")
             .and_then(|v| v.as_str())
             .unwrap_or("");
-        tree.push(format!("{}=={version}", normalize_pypi(name)));
+        let hash = entry
+            .pointer("/download_info/archive_info/hashes/sha256")
+            .and_then(|v| v.as_str())
+            .map(|h| format!("sha256:{h}"))
+            .or_else(|| {
+                entry
+                    .pointer("/download_info/archive_info/hash")
+                    .and_then(|v| v.as_str())
+                    .map(|h| h.replacen('=', ":", 1))
+            })
+            .unwrap_or_default();
+        tree.push((format!("{}=={version}", normalize_pypi(name)), hash.clone()));
         if normalize_pypi(name) == wanted {
-            let hashes = entry.pointer("/download_info/archive_info/hashes/sha256");
-            let hash = hashes
-                .and_then(|v| v.as_str())
-                .map(|h| format!("sha256:{h}"))
-                .or_else(|| {
-                    entry
-                        .pointer("/download_info/archive_info/hash")
-                        .and_then(|v| v.as_str())
-                        .map(|h| h.replacen('=', ":", 1))
-                })
-                .unwrap_or_default();
             top = Some((version.to_string(), hash));
         }
     }
@@ -709,6 +716,17 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
     }
     s
+}
+
+/// The manifest's record of one installed server.
+pub fn locked_server(lock: &LockEntry) -> agentrank_schema::manifest::LockedServer {
+    agentrank_schema::manifest::LockedServer {
+        server_id: lock.server.clone(),
+        registry: lock.registry.as_str().to_string(),
+        package: lock.package.clone(),
+        version: lock.version.clone(),
+        content_sha256: Some(lock.tree_sha256.clone()),
+    }
 }
 
 /// Lock entries keyed by server id, for the manifest.
