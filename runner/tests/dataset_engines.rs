@@ -94,7 +94,7 @@ fn ground_truth_agrees_on_all_four_engines_for_twenty_seeds() {
                 });
                 per_engine.insert(t.engine(), got);
             }
-            for (name, _) in &env.ground_truth {
+            for name in env.ground_truth.keys() {
                 let expected = inst.expected.get(name).unwrap_or_else(|| {
                     panic!("{}: ground truth `{name}` has no expected value", spec.id)
                 });
