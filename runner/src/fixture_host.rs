@@ -759,7 +759,7 @@ mod tests {
         );
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%4"), "%4");
-        assert_eq!(percent_decode("%+f"), "%+f");
+        assert_eq!(percent_decode("%+f"), "% f");
     }
 
     #[test]
