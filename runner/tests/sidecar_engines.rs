@@ -172,3 +172,62 @@ fn dropping_a_sidecar_kills_its_process_group() {
     assert!(!pid_alive(pid), "postmaster {pid} survived drop");
     assert!(!dir_marker.exists(), "data directory survived drop");
 }
+
+const CHILD_ENV: &str = "AGENTRANK_SIDECAR_TEST_CHILD";
+
+#[test]
+fn killing_the_runner_kills_its_sidecars() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        // Child role: a stand-in runner holding a sidecar until it is killed.
+        let sidecar =
+            Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
+        println!(
+            "PID {} DIR {}",
+            sidecar.pid().expect("running"),
+            sidecar.socket_path().parent().expect("dir").display()
+        );
+        std::thread::sleep(Duration::from_secs(300));
+        return;
+    }
+    use std::io::BufRead;
+    let exe = std::env::current_exe().expect("test binary");
+    let mut runner = Command::new(exe)
+        .args([
+            "--exact",
+            "killing_the_runner_kills_its_sidecars",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn runner stand-in");
+    let mut reader = std::io::BufReader::new(runner.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.contains("PID ") {
+        line.clear();
+        if reader.read_line(&mut line).expect("read") == 0 {
+            break;
+        }
+    }
+    let mut words = line.split_whitespace().skip_while(|w| *w != "PID");
+    let pid: u32 = words
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {line:?}"));
+    let dir = words.nth(1).map(std::path::PathBuf::from).expect("dir");
+    assert!(pid_alive(pid));
+    runner.kill().expect("SIGKILL the runner");
+    runner.wait().expect("reap");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pid_alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The data directory of a killed runner is left behind (its TempDir never dropped); clean it here.
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !pid_alive(pid),
+        "postmaster {pid} outlived its killed runner"
+    );
+}
