@@ -20,25 +20,10 @@ use serde::{Deserialize, Serialize};
 /// Version of the roster file layout. Bumped on any incompatible change.
 pub const ROSTER_FORMAT_VERSION: u32 = 1;
 
-/// The three categories of v1. Servers are only ever compared within one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Category {
-    Browser,
-    WebFetch,
-    Databases,
-}
+pub use crate::task::Category;
 
+/// Capability lists live beside the roster, which maps tools onto them.
 impl Category {
-    /// The kebab-case name used in files and tables.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Browser => "browser",
-            Category::WebFetch => "web-fetch",
-            Category::Databases => "databases",
-        }
-    }
-
     /// The category's capability list (Task Specification §3): core first, then extended.
     pub fn capabilities(self) -> &'static [&'static str] {
         match self {
