@@ -243,6 +243,13 @@ fn a_crash_is_a_harness_error_with_the_stderr_line() {
         .block_on(run_agent(&config, &fake.task(Duration::from_secs(30))))
         .expect("starts");
     assert_eq!(run.end, RunEnd::Finished { exit_code: 3 });
+    // The script exits at once, before any scan of the tree can see its children: the run marker finds
+    // the detached one.
+    assert!(wait_dead(fake.pid("child")));
+    assert!(
+        wait_dead(fake.pid("detached")),
+        "a detached leftover outlived a crash"
+    );
     let input = run.signals.classify_input(
         "claude-sonnet-4-5-20250929",
         run.reported_model.as_deref(),
