@@ -223,6 +223,13 @@ pub fn validate_server(
     }
     match server.package.registry {
         Registry::Npm => {
+            if !server.package.npm_prepare.is_empty() {
+                return Err(field_error(
+                    file,
+                    "package.npm_prepare",
+                    "applies to PyPI packages only",
+                ));
+            }
             if server.package.no_deps {
                 return Err(field_error(
                     file,

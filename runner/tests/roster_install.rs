@@ -78,6 +78,32 @@ fn a_pypi_server_records_the_wheel_hash_and_its_dependency_tree() {
     let mut sorted = lock.packages.clone();
     sorted.sort();
     assert_eq!(sorted, lock.packages, "package list is sorted");
+
+    // The npm install its HTML converter would run on first use (over the network) was done at
+    // install time, and the converter works from the install alone.
+    assert!(
+        lock.packages.iter().any(|p| p.starts_with("npm:")),
+        "{:?}",
+        lock.packages
+    );
+    let python = server.dir.join("venv/bin/python");
+    let out = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "from readabilipy import simple_json_from_html_string as f; \
+             print(f('<html><body><article><h1>T</h1><p>Reference code AR-5K2M9Q</p></article></body></html>', use_readability=True)['plain_content'])",
+        ])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", server.dir.join("venv"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("AR-5K2M9Q"),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

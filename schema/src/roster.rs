@@ -182,6 +182,10 @@ pub struct PackageSpec {
     /// for a package that pins a dependency version the index does not have.
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_deps: bool,
+    /// PyPI: folders inside the environment's `site-packages` where `npm install` is run at install
+    /// time, for packages that would otherwise run it (over the network) on first use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub npm_prepare: Vec<String>,
     /// npm: the package drives Playwright's own browser builds; the install links Playwright's expected
     /// browser folders to the system Chromium and provides `{playwright_browsers}`.
     #[serde(default, skip_serializing_if = "is_false")]

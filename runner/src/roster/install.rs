@@ -648,10 +648,55 @@ fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallE
         file: report.clone(),
         message: format!("`{wanted}` is not in the install report"),
     })?;
+    for folder in &pkg.npm_prepare {
+        let site = site_packages(&venv)?;
+        let target = site.join(folder);
+        if !target.join("package.json").exists() {
+            return Err(InstallError::Lock {
+                file: target.join("package.json"),
+                message: "npm_prepare names a folder without package.json".into(),
+            });
+        }
+        let mut cmd = Command::new("npm");
+        cmd.args(["install", "--no-audit", "--no-fund", "--omit=dev"])
+            .current_dir(&target);
+        run_logged(cmd, &log)?;
+        let lock_file = target.join("package-lock.json");
+        if let Ok(text) = std::fs::read_to_string(&lock_file)
+            && let Ok(value) = serde_json::from_str::<serde_json::Value>(&text)
+            && let Some(packages) = value.get("packages").and_then(|p| p.as_object())
+        {
+            for (key, entry) in packages {
+                let Some((_, name)) = key.rsplit_once("node_modules/") else {
+                    continue;
+                };
+                let version = entry.get("version").and_then(|v| v.as_str()).unwrap_or("");
+                let integrity = entry
+                    .get("integrity")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("");
+                tree.push((format!("npm:{name}=={version}"), integrity.to_string()));
+            }
+        }
+    }
     let runtime = capture_version(Command::new(venv.join("bin/python")).arg("--version"))
         .map(|v| v.to_lowercase())
         .unwrap_or_else(|| "python unknown".into());
     Ok(lock_entry(server, &version, &integrity, tree, runtime))
+}
+
+/// The one `lib/python*/site-packages` of a virtual environment.
+fn site_packages(venv: &Path) -> Result<PathBuf, InstallError> {
+    let lib = venv.join("lib");
+    let entries = std::fs::read_dir(&lib).map_err(io_err(&lib))?;
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .ok_or_else(|| InstallError::Lock {
+            file: lib,
+            message: "no site-packages in the virtual environment".into(),
+        })
 }
 
 fn capture_version(cmd: &mut Command) -> Option<String> {
