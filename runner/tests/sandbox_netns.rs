@@ -415,3 +415,57 @@ fn killing_the_runner_kills_the_sandbox() {
         "stale cgroup not swept"
     );
 }
+
+#[test]
+fn database_files_placed_in_home_are_writable_inside_and_read_back() {
+    let scratch = tempfile::tempdir().expect("tmp");
+    let seed = scratch.path().join("seed.sqlite");
+    let made = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3; c = sqlite3.connect('{}'); c.execute('CREATE TABLE t (v TEXT)'); \
+             c.execute(\"INSERT INTO t VALUES ('seeded')\"); c.commit()",
+            seed.display()
+        ))
+        .status()
+        .expect("python3");
+    assert!(made.success());
+    let mut w = world("F1");
+    let inside = w.place_file(&seed, "bench.sqlite").expect("place");
+    assert_eq!(inside, std::path::Path::new("/home/runner/bench.sqlite"));
+    assert!(w.place_file(&seed, "../escape").is_err());
+    let mut cmd = sh(&format!(
+        "python3 -c \"import sqlite3; c = sqlite3.connect('{}'); c.execute(\\\"INSERT INTO t VALUES ('written')\\\"); c.commit(); print('rows=%d' % c.execute('SELECT count(*) FROM t').fetchone()[0])\"; echo path=$PATH; echo home=$HOME",
+        inside.display()
+    ));
+    // A declared PATH replaces the default one; HOME and LANG stay the sandbox's own.
+    cmd.env.insert("PATH".into(), "/usr/bin:/bin".into());
+    cmd.env.insert("HOME".into(), "/root".into());
+    let mut child = w.spawn(&cmd).expect("spawn");
+    drop(child.stdin.take());
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    child.wait().expect("wait");
+    assert_eq!(line(&out, "rows"), "2", "{out}");
+    assert_eq!(line(&out, "path"), "/usr/bin:/bin");
+    assert_eq!(line(&out, "home"), "/home/runner");
+    let host = w.host_path(&inside).expect("host path");
+    let check = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3; print(sorted(r[0] for r in sqlite3.connect('{}').execute('SELECT v FROM t')))",
+            host.display()
+        ))
+        .output()
+        .expect("python3");
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout).trim(),
+        "['seeded', 'written']"
+    );
+    w.teardown().expect("teardown");
+}

@@ -19,7 +19,7 @@ pub mod netns;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -309,8 +309,7 @@ impl World {
                 let mut cmd = Command::new(&server.program);
                 cmd.args(&server.args)
                     .env_clear()
-                    .envs(&server.env)
-                    .envs(base_env())
+                    .envs(server_env(&server.env))
                     // No isolation: a fresh HOME of its own on the host instead of /home/runner.
                     .env("HOME", u.home.path())
                     .current_dir(u.home.path());
@@ -334,6 +333,56 @@ impl World {
             Inner::Unisolated(u) => u.children.push(child.id()),
         }
         Ok(child)
+    }
+
+    /// Copies `source` into the server's `HOME` as `name` (a plain file name), owned by the sandbox's
+    /// user and writable by it — how per-attempt SQLite and DuckDB files reach the server. Returns the
+    /// path the server sees (for `netns`, `/home/runner/{name}`).
+    pub fn place_file(&self, source: &Path, name: &str) -> Result<PathBuf, SandboxError> {
+        if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            return Err(SandboxError::Unsupported(
+                "place_file",
+                format!("{name:?} is not a plain file name"),
+            ));
+        }
+        let (home, inside_home, owner) = match &self.inner {
+            Inner::Netns(ns) => (
+                ns.home_dir()?,
+                PathBuf::from(SANDBOX_HOME),
+                Some(ns.owner_uid()),
+            ),
+            Inner::Unisolated(u) => (
+                u.home.path().to_path_buf(),
+                u.home.path().to_path_buf(),
+                None,
+            ),
+        };
+        let target = home.join(name);
+        std::fs::copy(source, &target).map_err(io_err(format!(
+            "copy {} into the sandbox",
+            source.display()
+        )))?;
+        std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(io_err(format!("chmod {}", target.display())))?;
+        if let Some(uid) = owner {
+            std::os::unix::fs::chown(&target, Some(uid), Some(uid))
+                .map_err(io_err(format!("chown {}", target.display())))?;
+        }
+        Ok(inside_home.join(name))
+    }
+
+    /// Where a file the server sees at `inside` (under its `HOME`) lives on the host, for reading the
+    /// attempt's state back at verify time (before teardown).
+    pub fn host_path(&self, inside: &Path) -> Option<PathBuf> {
+        match &self.inner {
+            Inner::Netns(ns) => {
+                let rel = inside.strip_prefix(SANDBOX_HOME).ok()?;
+                Some(ns.home_dir().ok()?.join(rel))
+            }
+            Inner::Unisolated(u) => inside
+                .starts_with(u.home.path())
+                .then(|| inside.to_path_buf()),
+        }
     }
 
     /// A TCP connection to `addr` made from inside the attempt's network (what the server would get).
@@ -412,13 +461,15 @@ impl Drop for World {
     }
 }
 
-/// The variables every sandboxed server gets besides its declared ones.
-pub fn base_env() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("HOME".to_owned(), SANDBOX_HOME.to_owned()),
-        ("LANG".to_owned(), SANDBOX_LANG.to_owned()),
-        ("PATH".to_owned(), SANDBOX_PATH.to_owned()),
-    ])
+/// The environment a sandboxed server gets: its declared variables, then `HOME` and `LANG` (always the
+/// sandbox's own), and `PATH` = [`SANDBOX_PATH`] unless the configuration declares a `PATH`.
+pub fn server_env(declared: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env = declared.clone();
+    env.insert("HOME".to_owned(), SANDBOX_HOME.to_owned());
+    env.insert("LANG".to_owned(), SANDBOX_LANG.to_owned());
+    env.entry("PATH".to_owned())
+        .or_insert_with(|| SANDBOX_PATH.to_owned());
+    env
 }
 
 /// The `none` backend's bookkeeping: the process groups it started.

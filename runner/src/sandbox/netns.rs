@@ -29,8 +29,7 @@ use nix::sched::CloneFlags;
 
 use super::cgroup::AttemptCgroup;
 use super::{
-    DB_ADDR, FIXTURE_ADDR, SANDBOX_HOME, SandboxError, ServerCommand, WorldSpec, base_env, io_err,
-    run_admin,
+    DB_ADDR, FIXTURE_ADDR, SANDBOX_HOME, SandboxError, ServerCommand, WorldSpec, io_err, run_admin,
 };
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -210,6 +209,16 @@ impl NetnsWorld {
             .ok_or_else(|| SandboxError::Namespace("world already removed".into()))
     }
 
+    /// The host directory mounted as the sandbox's `HOME`.
+    pub(crate) fn home_dir(&self) -> Result<PathBuf, SandboxError> {
+        Ok(self.root()?.join("home"))
+    }
+
+    /// The uid (outside the user namespace) the sandbox's files must belong to.
+    pub(crate) fn owner_uid(&self) -> u32 {
+        self.uid
+    }
+
     /// Binds the site (`FIXTURE_ADDR:80`), canary (`127.0.0.1:{port}`) and `db` listeners inside.
     pub(crate) fn bind_listeners(
         &self,
@@ -331,9 +340,7 @@ impl NetnsWorld {
             cmd.arg("--ro-bind").arg(p).arg(p);
         }
         cmd.args(["--chdir", SANDBOX_HOME, "--clearenv"]);
-        // Declared variables first; HOME, LANG and PATH are the sandbox's own and win.
-        let mut env = server.env.clone();
-        env.extend(base_env());
+        let env = super::server_env(&server.env);
         for (k, v) in &env {
             cmd.arg("--setenv").arg(k).arg(v);
         }
