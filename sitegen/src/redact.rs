@@ -201,6 +201,8 @@ impl Scanner {
             let rule = self.rules[idx];
             let g = self.group_of_rule[idx];
             let allowed = match rule {
+                // The sandbox's own documented home (Methodology §3.2), not a host path.
+                Rule::HostPath => m.as_str() == "/home/runner",
                 Rule::Email => caps.get(g + 1).is_some_and(|h| reserved_host(h.as_str())),
                 Rule::UrlCredentials => caps.get(g + 3).is_some_and(|h| reserved_host(h.as_str())),
                 _ => false,
