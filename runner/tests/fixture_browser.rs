@@ -1,6 +1,6 @@
 //! The fixture's JavaScript and timing pages rendered by a real headless Chromium running *inside* an
 //! attempt's `netns` sandbox: content fetched by script from a separate endpoint, an element that
-//! appears after 4 seconds, and the login flow's protected page, checked against the served values and
+//! appears after 4 seconds, a browser-submitted form and the login flow's protected page, checked against the served values and
 //! the recorded request log.
 
 use std::collections::BTreeMap;
@@ -39,7 +39,82 @@ fn site() -> FixtureSite {
                  </script></body></html>",
             ),
         ),
+        get(
+            "/form",
+            Response::html(
+                "<!doctype html><html><body><form id=f method=post action=/submit>\
+                 <input name=name><select name=color><option>red</option><option>teal</option></select>\
+                 <input type=checkbox name=tag value=a><input type=checkbox name=tag value=b>\
+                 <input type=checkbox name=tag value=c></form><script>\
+                 var f = document.getElementById('f'); f.name.value = 'Zoë Q'; f.color.value = 'teal';\
+                 f.querySelectorAll('input[type=checkbox]')[0].checked = true;\
+                 f.querySelectorAll('input[type=checkbox]')[2].checked = true; f.submit();\
+                 </script></body></html>",
+            ),
+        ),
+        Route {
+            path: "/submit".into(),
+            method: Method::Post,
+            query: None,
+            behaviour: Behaviour::FormSink {
+                form_id: "prefs".into(),
+                then: Box::new(Behaviour::Static {
+                    response: Response::html("<p id=done>saved</p>"),
+                }),
+            },
+        },
+        get(
+            "/login-page",
+            Response::html(
+                "<!doctype html><html><body><form id=l method=post action=/login>\
+                 <input name=username><input type=password name=password></form><script>\
+                 var l = document.getElementById('l'); l.username.value = 'u-83hd'; l.password.value = 'p-Q7x2';\
+                 l.submit();</script></body></html>",
+            ),
+        ),
+        Route {
+            path: "/login".into(),
+            method: Method::Post,
+            query: None,
+            behaviour: Behaviour::Login {
+                form_id: "login".into(),
+                username_field: "username".into(),
+                password_field: "password".into(),
+                username: "u-83hd".into(),
+                password: "p-Q7x2".into(),
+                cookie: agentrank_schema::fixture::SessionCookie {
+                    name: "sid".into(),
+                    value: "S-91kd".into(),
+                },
+                success_location: "/account".into(),
+                failure: Box::new(Behaviour::Static {
+                    response: Response::with_type(401, "text/html; charset=utf-8", "<p>denied</p>"),
+                }),
+            },
+        },
+        get_protected(),
     ])
+}
+
+fn get_protected() -> Route {
+    Route {
+        path: "/account".into(),
+        method: Method::Get,
+        query: None,
+        behaviour: Behaviour::Protected {
+            cookie: agentrank_schema::fixture::SessionCookie {
+                name: "sid".into(),
+                value: "S-91kd".into(),
+            },
+            then: Box::new(Behaviour::Static {
+                response: Response::html("<p id=code>AR-ACCT5501</p>"),
+            }),
+            otherwise: Box::new(Behaviour::Redirect {
+                status: 302,
+                location: "/login-page".into(),
+            }),
+        },
+    }
 }
 
 fn chromium(world: &mut World, url: &str) -> String {
@@ -105,6 +180,20 @@ fn headless_chromium_inside_the_sandbox_runs_the_script_pages() {
         "late element missing:\n{late}"
     );
 
+    // A browser-submitted form (text, select, two of three checkboxes) is recorded field by field.
+    let saved = chromium(&mut world, "http://www.agentrank.test/form");
+    assert!(
+        saved.contains("<p id=\"done\">saved</p>"),
+        "form not submitted:\n{saved}"
+    );
+
+    // The protected page redirects to the login form, which logs in; the session cookie opens the page.
+    let account = chromium(&mut world, "http://www.agentrank.test/account");
+    assert!(
+        account.contains("<p id=\"code\">AR-ACCT5501</p>"),
+        "login flow failed:\n{account}"
+    );
+
     let report = world.teardown().expect("teardown");
     assert_eq!(report.processes_left, 0);
     let log = report.fixture_log;
@@ -137,4 +226,30 @@ fn headless_chromium_inside_the_sandbox_runs_the_script_pages() {
         .map(|(_, v)| v.as_str())
         .unwrap_or("");
     assert_eq!(referer, "http://www.agentrank.test/js");
+    let prefs = log.last_submission("prefs").expect("form recorded");
+    assert_eq!(
+        prefs.fields,
+        vec![
+            ("name".to_owned(), "Zoë Q".to_owned()),
+            ("color".to_owned(), "teal".to_owned()),
+            ("tag".to_owned(), "a".to_owned()),
+            ("tag".to_owned(), "c".to_owned()),
+        ]
+    );
+    let login = log.last_submission("login").expect("login recorded");
+    assert_eq!(
+        login.fields[0],
+        ("username".to_owned(), "u-83hd".to_owned())
+    );
+    let account: Vec<u16> = log
+        .requests
+        .iter()
+        .filter(|r| r.path == "/account")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(
+        account,
+        vec![302, 200],
+        "first without, then with the session"
+    );
 }
