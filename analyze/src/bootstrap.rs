@@ -7,12 +7,17 @@
 //! rate. Ranks (competition, ties within 1e-9), and Spearman correlations between agents, are computed on
 //! the same resample.
 //!
+//! The number of passes among a copy's `m` attempts drawn with replacement is Binomial(m, k/m); it is
+//! sampled by inversion from one 64-bit uniform per copy (the same distribution as drawing the `m`
+//! attempts one by one, with one random number instead of `m`).
+//!
 //! Randomness: the task draw of resample `r` uses the stream `derive(category_key, r)`; the attempt draw of
 //! copy `j` in a cell uses the stream seeded by `derive(resample_key, j + 1) XOR cell_key` where `cell_key` hashes the
 //! cell's attempt ids. Every draw therefore depends only on the seed and the identity of what is drawn,
 //! never on thread scheduling or on the position of a server in a list.
 
 use crate::rng::{Stream, derive, hash_str};
+use crate::stats::binomial::binom_cdf;
 use crate::stats::percentile::quantile_select;
 use crate::stats::ranking::competition_ranks_into;
 use crate::stats::spearman::{average_ranks_into, pearson, spearman};
@@ -26,6 +31,11 @@ pub struct Cell {
     pub passes_count: usize,
     /// Stream key of this cell (hash of its attempt ids).
     pub key: u64,
+    /// `thresholds[i] = P(K ≤ i) · 2^64` for `K ~ Binomial(m, passes_count / m)`, `i < m`: the number of
+    /// passes among `m` draws with replacement, sampled by inversion from one 64-bit uniform.
+    pub thresholds: Vec<u64>,
+    /// `rates[k] = k / m`, so the resampled rate is a lookup.
+    pub rates: Vec<f64>,
 }
 
 impl Cell {
@@ -43,10 +53,25 @@ impl Cell {
     /// A cell from its outcomes and stream key.
     pub fn from_parts(passes: Vec<bool>, key: u64) -> Self {
         let passes_count = passes.iter().filter(|p| **p).count();
+        let m = passes.len() as u64;
+        let p = if m == 0 {
+            0.0
+        } else {
+            passes_count as f64 / m as f64
+        };
+        let thresholds = (0..m)
+            .map(|i| {
+                // Saturating float-to-integer conversion: a CDF of 1 maps to u64::MAX.
+                (binom_cdf(i, m, p) * 18_446_744_073_709_551_616.0) as u64
+            })
+            .collect();
+        let rates = (0..=m).map(|k| k as f64 / m.max(1) as f64).collect();
         Cell {
             passes,
             passes_count,
             key,
+            thresholds,
+            rates,
         }
     }
 
@@ -192,6 +217,76 @@ struct Scratch {
     ranks: Vec<u32>,
     agent_ranks: Vec<Vec<f64>>,
     keys: Vec<(u64, u32)>,
+    copy_keys: Vec<u64>,
+    codes: Vec<u16>,
+    bins: Vec<u32>,
+    rank_of: Vec<f64>,
+    rx: Vec<f64>,
+    ry: Vec<f64>,
+}
+
+/// Whether a cell's resampled rate is fixed (no attempts, all PASS or all FAIL).
+fn rate_is_degenerate(cell: &Cell) -> bool {
+    cell.passes_count == 0 || cell.passes_count == cell.passes.len()
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The least common multiple of every cell's attempt count, when it is small enough (≤ 5040) for pass
+/// rates to be ranked by exact integer codes `k · (L / m)` (equal codes ⇔ equal rates).
+fn rate_code_scale(design: &Design) -> Option<u32> {
+    let mut l: u32 = 1;
+    for c in design.cells.iter().flatten().flatten() {
+        let m = c.passes.len() as u32;
+        if m > 1 {
+            l = l / gcd(l, m) * m;
+            if l > 5040 {
+                return None;
+            }
+        }
+    }
+    Some(l)
+}
+
+/// Average ranks of integer codes in `0..=l` by counting (ties share the mean of their positions).
+fn ranks_from_codes(
+    codes: &[u16],
+    l: usize,
+    bins: &mut Vec<u32>,
+    rank_of: &mut Vec<f64>,
+    out: &mut Vec<f64>,
+) {
+    bins.clear();
+    bins.resize(l + 1, 0);
+    rank_of.clear();
+    rank_of.resize(l + 1, 0.0);
+    for &c in codes {
+        bins[c as usize] += 1;
+    }
+    let mut below = 0u32;
+    for (b, r) in bins.iter().zip(rank_of.iter_mut()) {
+        if *b > 0 {
+            *r = f64::from(below) + (f64::from(*b) + 1.0) / 2.0;
+            below += *b;
+        }
+    }
+    out.clear();
+    out.extend(codes.iter().map(|c| rank_of[*c as usize]));
+}
+
+/// Spearman through the scratch buffers (no allocation per call).
+fn spearman_scratch(
+    x: &[f64],
+    y: &[f64],
+    keys: &mut Vec<(u64, u32)>,
+    rx: &mut Vec<f64>,
+    ry: &mut Vec<f64>,
+) -> Option<f64> {
+    average_ranks_into(x, keys, rx);
+    average_ranks_into(y, keys, ry);
+    pearson(rx, ry)
 }
 
 fn one_resample(
@@ -201,6 +296,8 @@ fn one_resample(
     category_key: u64,
     r: usize,
     agreement: bool,
+    code_scale: Option<u32>,
+    code_steps: Option<&[Vec<Vec<u16>>]>,
     scratch: &mut Scratch,
 ) -> ResampleOut {
     let t_n = design.tasks.len();
@@ -210,12 +307,18 @@ fn one_resample(
     scratch
         .draws
         .extend((0..t_n).map(|_| task_stream.below(t_n)));
-    let copy_keys: Vec<u64> = (0..t_n).map(|j| derive(key_r, j as u64 + 1)).collect();
+    scratch.copy_keys.clear();
+    scratch
+        .copy_keys
+        .extend((0..t_n).map(|j| derive(key_r, j as u64 + 1)));
+    let copy_keys = &scratch.copy_keys;
 
     let total_servers = off[design.agents.len()];
     // rates[(flat server) * t_n + j]
     scratch.rates.clear();
     scratch.rates.resize(total_servers * t_n, 0.0);
+    scratch.codes.clear();
+    scratch.codes.resize(total_servers * t_n, 0);
     let mut completion = vec![0.0; total_servers];
     for (a, servers) in design.cells.iter().enumerate() {
         for (s, tasks) in servers.iter().enumerate() {
@@ -224,22 +327,21 @@ fn one_resample(
             for (j, &t) in scratch.draws.iter().enumerate() {
                 let cell = &tasks[t];
                 let m = cell.passes.len();
-                let rate = if m == 0 {
-                    0.0
-                } else if cell.passes_count == 0 || cell.passes_count == m {
+                let k = if m == 0 || rate_is_degenerate(cell) {
                     // Every draw from an all-FAIL or all-PASS cell gives the same rate; no draw needed
                     // (streams are per cell and copy, so skipping one changes no other draw).
-                    cell.passes_count as f64 / m as f64
+                    cell.passes_count
                 } else {
                     // The copy key and the cell key are independent 64-bit hashes; their XOR seeds the
-                    // copy's stream for this cell.
-                    let mut st = Stream::new(copy_keys[j] ^ cell.key);
-                    let mut k = 0usize;
-                    for _ in 0..m {
-                        k += usize::from(cell.passes[st.below(m)]);
-                    }
-                    k as f64 / m as f64
+                    // copy's stream for this cell. The number of passes among m draws with replacement
+                    // is Binomial(m, k/m), drawn by inversion from one uniform.
+                    let x = Stream::new(copy_keys[j] ^ cell.key).next_u64();
+                    cell.thresholds.iter().filter(|t| **t <= x).count()
                 };
+                let rate = cell.rates[k];
+                if let Some(steps) = code_steps {
+                    scratch.codes[flat * t_n + j] = k as u16 * steps[a][s][t];
+                }
                 scratch.rates[flat * t_n + j] = rate;
                 sum += rate;
             }
@@ -256,12 +358,25 @@ fn one_resample(
     if agreement {
         // Average ranks of each agent's whole cell vector, shared by every pair whose common servers are
         // both agents' whole boards (the usual case).
-        scratch.agent_ranks.clear();
+        scratch
+            .agent_ranks
+            .resize_with(design.agents.len(), Vec::new);
         for a in 0..design.agents.len() {
-            let v = &scratch.rates[off[a] * t_n..off[a + 1] * t_n];
-            let mut r = Vec::with_capacity(v.len());
-            average_ranks_into(v, &mut scratch.keys, &mut r);
-            scratch.agent_ranks.push(r);
+            let range = off[a] * t_n..off[a + 1] * t_n;
+            match code_scale {
+                Some(l) => ranks_from_codes(
+                    &scratch.codes[range],
+                    l as usize,
+                    &mut scratch.bins,
+                    &mut scratch.rank_of,
+                    &mut scratch.agent_ranks[a],
+                ),
+                None => average_ranks_into(
+                    &scratch.rates[range],
+                    &mut scratch.keys,
+                    &mut scratch.agent_ranks[a],
+                ),
+            }
         }
         for p in plans {
             scratch.x.clear();
@@ -270,7 +385,13 @@ fn one_resample(
                 scratch.x.push(completion[off[p.a] + sa]);
                 scratch.y.push(completion[off[p.b] + sb]);
             }
-            server_rho.push(spearman(&scratch.x, &scratch.y));
+            server_rho.push(spearman_scratch(
+                &scratch.x,
+                &scratch.y,
+                &mut scratch.keys,
+                &mut scratch.rx,
+                &mut scratch.ry,
+            ));
             if p.whole_boards {
                 cell_rho.push(pearson(
                     &scratch.agent_ranks[p.a],
@@ -290,7 +411,13 @@ fn one_resample(
                     .y
                     .extend_from_slice(&scratch.rates[fb * t_n..(fb + 1) * t_n]);
             }
-            cell_rho.push(spearman(&scratch.x, &scratch.y));
+            cell_rho.push(spearman_scratch(
+                &scratch.x,
+                &scratch.y,
+                &mut scratch.keys,
+                &mut scratch.rx,
+                &mut scratch.ry,
+            ));
         }
     }
     ResampleOut {
@@ -352,10 +479,39 @@ fn bootstrap_with(
     let plans = pair_plans(design);
     let off = offsets(design);
     let key = category_key(seed, &design.category);
+    let code_scale = rate_code_scale(design);
+    // Per cell: the code of one pass, L / m.
+    let code_steps: Option<Vec<Vec<Vec<u16>>>> = code_scale.map(|l| {
+        design
+            .cells
+            .iter()
+            .map(|servers| {
+                servers
+                    .iter()
+                    .map(|tasks| {
+                        tasks
+                            .iter()
+                            .map(|c| (l / (c.passes.len().max(1) as u32)) as u16)
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    });
     let outs: Vec<ResampleOut> = (0..resamples)
         .into_par_iter()
         .map_init(Scratch::default, |scratch, r| {
-            one_resample(design, &plans, &off, key, r, agreement, scratch)
+            one_resample(
+                design,
+                &plans,
+                &off,
+                key,
+                r,
+                agreement,
+                code_scale,
+                code_steps.as_deref(),
+                scratch,
+            )
         })
         .collect();
 

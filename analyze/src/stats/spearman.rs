@@ -23,11 +23,58 @@ pub fn average_ranks(values: &[f64]) -> Vec<f64> {
     ranks
 }
 
-/// [`average_ranks`] of non-negative finite values (such as pass rates) into `out`, reusing `keys`:
-/// non-negative IEEE doubles order like their bit patterns, so the sort is on integers.
+/// How many distinct values the counting path of [`average_ranks_into`] handles before it sorts instead.
+const FEW_DISTINCT: usize = 32;
+
+/// [`average_ranks`] into `out`, reusing `keys`. Bootstrap vectors hold pass rates, which take few
+/// distinct values (k/m for small m), so ranks are first tried by counting distinct values (no sort of
+/// the whole vector); with more than a few distinct values it sorts.
 pub fn average_ranks_into(values: &[f64], keys: &mut Vec<(u64, u32)>, out: &mut Vec<f64>) {
-    if values.iter().any(|v| !(*v >= 0.0 && v.is_finite())) {
+    if values.iter().any(|v| v.is_nan()) {
         *out = average_ranks(values);
+        return;
+    }
+    let n = values.len();
+    out.clear();
+    out.resize(n, 0.0);
+    // Counting path: keys[i].1 = index of value i in `distinct`.
+    let mut distinct: [f64; FEW_DISTINCT] = [0.0; FEW_DISTINCT];
+    let mut counts = [0u32; FEW_DISTINCT];
+    let mut nd = 0usize;
+    keys.clear();
+    let mut few = true;
+    for &v in values {
+        let j = match distinct[..nd].iter().position(|d| *d == v) {
+            Some(j) => j,
+            None if nd < FEW_DISTINCT => {
+                distinct[nd] = v;
+                nd += 1;
+                nd - 1
+            }
+            None => {
+                few = false;
+                break;
+            }
+        };
+        counts[j] += 1;
+        keys.push((0, j as u32));
+    }
+    if few {
+        let mut order: [usize; FEW_DISTINCT] = [0; FEW_DISTINCT];
+        for (i, o) in order.iter_mut().enumerate().take(nd) {
+            *o = i;
+        }
+        order[..nd].sort_unstable_by(|a, b| distinct[*a].total_cmp(&distinct[*b]));
+        let mut rank_of = [0.0f64; FEW_DISTINCT];
+        let mut below = 0u32;
+        for &j in &order[..nd] {
+            // Positions below+1 ..= below+count share their mean.
+            rank_of[j] = f64::from(below) + (f64::from(counts[j]) + 1.0) / 2.0;
+            below += counts[j];
+        }
+        for (o, k) in out.iter_mut().zip(keys.iter()) {
+            *o = rank_of[k.1 as usize];
+        }
         return;
     }
     keys.clear();
@@ -35,12 +82,9 @@ pub fn average_ranks_into(values: &[f64], keys: &mut Vec<(u64, u32)>, out: &mut 
         values
             .iter()
             .enumerate()
-            .map(|(i, v)| (v.to_bits(), i as u32)),
+            .map(|(i, v)| (order_key(*v), i as u32)),
     );
     keys.sort_unstable();
-    out.clear();
-    out.resize(values.len(), 0.0);
-    let n = keys.len();
     let mut i = 0;
     while i < n {
         let mut j = i;
@@ -53,6 +97,13 @@ pub fn average_ranks_into(values: &[f64], keys: &mut Vec<(u64, u32)>, out: &mut 
         }
         i = j + 1;
     }
+}
+
+/// A `u64` that orders like the (non-NaN) double; -0.0 and 0.0 map to the same key.
+fn order_key(v: f64) -> u64 {
+    let v = if v == 0.0 { 0.0 } else { v };
+    let b = v.to_bits();
+    if b >> 63 == 1 { !b } else { b | (1 << 63) }
 }
 
 /// Pearson correlation; `None` if fewer than two points or either side has zero variance.
@@ -95,6 +146,16 @@ mod tests {
             vec![2.0, 3.5, 3.5, 1.0]
         );
         assert_eq!(average_ranks(&[1.0, 1.0, 1.0]), vec![2.0, 2.0, 2.0]);
+    }
+
+    #[test]
+    fn sorting_path_matches() {
+        // More distinct values than the counting path takes, with ties and negatives.
+        let v: Vec<f64> = (0..100).map(|i| f64::from((i * 37) % 50) - 20.0).collect();
+        let mut keys = Vec::new();
+        let mut out = Vec::new();
+        average_ranks_into(&v, &mut keys, &mut out);
+        assert_eq!(out, average_ranks(&v));
     }
 
     #[test]
