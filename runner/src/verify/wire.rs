@@ -144,6 +144,22 @@ pub fn summarize<'a>(lines: impl IntoIterator<Item = (WireDir, &'a str)>) -> Wir
     out
 }
 
+/// Summarize the message lines of a wire tape (`mcp-tape` v1): `in` is client → server, `out` server →
+/// client; other line types are ignored.
+pub fn summarize_tape(lines: &[agentrank_schema::tape::TapeLine]) -> WireSummary {
+    use agentrank_schema::tape::{Dir, TapeLine};
+    summarize(lines.iter().filter_map(|l| match l {
+        TapeLine::Message(m) => Some((
+            match m.dir {
+                Dir::In => WireDir::ClientToServer,
+                Dir::Out => WireDir::ServerToClient,
+            },
+            m.raw.as_str(),
+        )),
+        _ => None,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +209,35 @@ mod tests {
         assert!(s.tool_results[1].is_error);
         assert!(s.tool_results[1].text.contains("404"));
         assert!(s.tool_results[2].text.contains("does not exist"));
+    }
+
+    #[test]
+    fn reads_the_message_lines_of_a_tape() {
+        use agentrank_schema::tape::{Dir, EndLine, MessageLine, TapeLine};
+        let msg = |dir, raw: &str| {
+            TapeLine::Message(MessageLine {
+                t: 0,
+                dir,
+                raw: raw.to_owned(),
+            })
+        };
+        let tape = vec![
+            msg(
+                Dir::In,
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_query"}}"#,
+            ),
+            msg(
+                Dir::Out,
+                r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"no such table: x"}]}}"#,
+            ),
+            TapeLine::End(EndLine {
+                t: 1,
+                reason: "eof".into(),
+            }),
+        ];
+        let s = summarize_tape(&tape);
+        assert_eq!(s.server_calls, 1);
+        assert_eq!(s.tool_results[0].tool, "read_query");
+        assert!(s.tool_results[0].text.contains("no such table"));
     }
 }
