@@ -67,6 +67,43 @@ enum Command {
         #[command(flatten)]
         paths: Paths,
     },
+    /// Plan a sweep for N shards and fix its manifest draft; run the shards with `run-shard`, then `merge`.
+    Plan {
+        sweep: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        shards: u32,
+        /// Where the plan file goes.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// Run one shard of a plan into its own staging directory (resumable). The index also comes from
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array).
+    RunShard {
+        #[arg(long)]
+        plan: PathBuf,
+        #[arg(long)]
+        index: Option<u32>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "/usr/bin/chromium")]
+        chromium: String,
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// Merge shard directories into one sealed, verified bundle.
+    Merge {
+        #[arg(long)]
+        plan: PathBuf,
+        /// Shard output directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[arg(long, default_value = "bundles")]
+        out: PathBuf,
+        #[command(flatten)]
+        paths: Paths,
+    },
     /// Install pinned servers into the cache (offline-safe afterwards) and print their lock entries.
     Install {
         /// Only these server ids (default: every server in the roster, or those of `--sweep`).
@@ -130,46 +167,123 @@ fn verify(bundle: &std::path::Path) -> anyhow::Result<Exit> {
     Ok(Exit::Problem)
 }
 
+fn options(
+    sweep: &std::path::Path,
+    out: &std::path::Path,
+    chromium: &str,
+    paths: &Paths,
+) -> agentrank_runner::sweep::SweepOptions {
+    agentrank_runner::sweep::SweepOptions {
+        sweep_file: sweep.to_path_buf(),
+        out_dir: out.to_path_buf(),
+        tasks_dir: paths.tasks.clone(),
+        roster_dir: paths.roster.clone(),
+        cache_dir: absolute(&paths.cache),
+        chromium: chromium.to_string(),
+    }
+}
+
+/// `path` made absolute against the current directory (sandboxes see only absolute paths).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn sweep_error(e: agentrank_runner::sweep::SweepError) -> anyhow::Result<Exit> {
+    use agentrank_runner::sweep::SweepError;
+    match e {
+        e @ (SweepError::Input { .. } | SweepError::Setup(_)) => {
+            eprintln!("error: {e}");
+            Ok(Exit::BadInput)
+        }
+        e => Err(e.into()),
+    }
+}
+
+fn report_sweep(report: agentrank_runner::sweep::SweepReport) -> Exit {
+    let counts: Vec<String> = report
+        .outcomes
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!("{}", report.bundle_dir.display());
+    eprintln!(
+        "sealed and verified: {} staged units ({} from an earlier run); outcomes: {}",
+        report.attempts,
+        report.resumed,
+        counts.join(", ")
+    );
+    match report.void {
+        Some(why) => {
+            eprintln!("the sweep is VOID: {why}");
+            Exit::Problem
+        }
+        None => Exit::Ok,
+    }
+}
+
 fn sweep(
     sweep: &std::path::Path,
     out: &std::path::Path,
     chromium: &str,
     paths: &Paths,
 ) -> anyhow::Result<Exit> {
-    use agentrank_runner::sweep::{SweepError, SweepOptions, run_sweep};
-    let opts = SweepOptions {
-        sweep_file: sweep.to_path_buf(),
-        out_dir: out.to_path_buf(),
-        tasks_dir: paths.tasks.clone(),
-        roster_dir: paths.roster.clone(),
-        cache_dir: paths.cache.clone(),
-        chromium: chromium.to_string(),
-    };
-    match run_sweep(&opts) {
-        Ok(report) => {
-            let counts: Vec<String> = report
-                .outcomes
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            println!("{}", report.bundle_dir.display());
+    match agentrank_runner::sweep::run_sweep(&options(sweep, out, chromium, paths)) {
+        Ok(report) => Ok(report_sweep(report)),
+        Err(e) => sweep_error(e),
+    }
+}
+
+fn plan(
+    sweep: &std::path::Path,
+    shards: u32,
+    out: &std::path::Path,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    match agentrank_runner::sweep::plan_sweep(&options(sweep, out, "", paths), shards) {
+        Ok(file) => {
+            let json = serde_json::to_vec_pretty(&file)?;
+            agentrank_schema::bundle::write_atomic(out, &json)?;
             eprintln!(
-                "sealed and verified: {} staged units ({} from an earlier run); outcomes: {}",
-                report.attempts,
-                report.resumed,
-                counts.join(", ")
+                "{}: {} attempt slots in {shards} shard(s), plan hash {}",
+                out.display(),
+                file.plan.attempts.len(),
+                file.plan.hash()
             );
-            if let Some(why) = report.void {
-                eprintln!("the sweep is VOID: {why}");
-                return Ok(Exit::Problem);
-            }
             Ok(Exit::Ok)
         }
-        Err(e @ (SweepError::Input { .. } | SweepError::Setup(_))) => {
-            eprintln!("error: {e}");
-            Ok(Exit::BadInput)
+        Err(e) => sweep_error(e),
+    }
+}
+
+fn run_shard(
+    plan: &std::path::Path,
+    index: Option<u32>,
+    out: &std::path::Path,
+    chromium: &str,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    let index = match agentrank_runner::sweep::shard_index(index) {
+        Ok(i) => i,
+        Err(e) => return sweep_error(e),
+    };
+    match agentrank_runner::sweep::run_shard(&options(plan, out, chromium, paths), plan, index) {
+        Ok((outcomes, resumed)) => {
+            eprintln!("shard {index}: {outcomes:?} ({resumed} staged earlier)");
+            Ok(Exit::Ok)
         }
-        Err(e) => Err(e.into()),
+        Err(e) => sweep_error(e),
+    }
+}
+
+fn merge(
+    plan: &std::path::Path,
+    shards: &[PathBuf],
+    out: &std::path::Path,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    match agentrank_runner::sweep::merge(&options(plan, out, "", paths), plan, shards) {
+        Ok(report) => Ok(report_sweep(report)),
+        Err(e) => sweep_error(e),
     }
 }
 
@@ -254,6 +368,25 @@ fn main() -> ExitCode {
             chromium,
             paths,
         } => sweep(s, out, chromium, paths),
+        Command::Plan {
+            sweep: s,
+            shards,
+            out,
+            paths,
+        } => plan(s, *shards, out, paths),
+        Command::RunShard {
+            plan: p,
+            index,
+            out,
+            chromium,
+            paths,
+        } => run_shard(p, *index, out, chromium, paths),
+        Command::Merge {
+            plan: p,
+            shards,
+            out,
+            paths,
+        } => merge(p, shards, out, paths),
         Command::Install {
             only,
             sweep: s,

@@ -187,7 +187,10 @@ pub fn make_plan(
                         ));
                     }
                 }
-                if sweep.probes {
+                // Safety probes ask something of an agent that uses the server; null models do not.
+                let null_model =
+                    matches!(agent.as_str(), "no-tools" | "stubbed-empty" | "random-args");
+                if sweep.probes && !null_model {
                     for probe in &file.probes {
                         attempts.push(slot(
                             sweep,

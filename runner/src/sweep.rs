@@ -4,14 +4,14 @@
 
 use crate::attempt::{AttemptEnv, Databases, SetupError, run_attempt};
 use crate::catalog::{Catalog, load_catalog_dir};
-use crate::plan::{make_plan, rerun_slot};
+use crate::plan::{make_plan, rerun_slot, shard_of};
 use crate::roster::Roster;
 use crate::sandbox::BackendKind;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{Staging, verify_bundle};
 use agentrank_schema::manifest::{LockManifest, LockedAgent, LockedServer, ManifestDraft};
 use agentrank_schema::records::{ControlRecord, StagedUnit};
-use agentrank_schema::sweep::{AttemptRule, Plan, PlannedAttempt, SlotKind, SweepConfig};
+use agentrank_schema::sweep::{AttemptRule, Plan, PlanFile, PlannedAttempt, SlotKind, SweepConfig};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -239,18 +239,21 @@ fn draft_for(
 /// One progress line per attempt: on a terminal the line is rewritten in place.
 struct ProgressLine {
     tty: bool,
+    /// Cells in the run and cells finished.
     total: usize,
     done: usize,
+    attempts: usize,
     started: Instant,
 }
 
 impl ProgressLine {
     fn report(&mut self, slot: &PlannedAttempt, outcome: &str, secs: f64, resumed: bool) {
-        self.done += 1;
+        self.attempts += 1;
         let line = format!(
-            "[{}/{} {:>5.0}s] {} {} {} {} #{} → {}{} ({secs:.1}s)",
-            self.done,
+            "[cell {}/{}, attempt {}, {:>5.0}s] {} {} {} {} #{} → {}{} ({secs:.1}s)",
+            self.done + 1,
             self.total,
+            self.attempts,
             self.started.elapsed().as_secs_f64(),
             slot.category,
             if slot.server_id.is_empty() {
@@ -342,9 +345,15 @@ fn run_cell(
     Ok(outcomes)
 }
 
-/// Runs a whole sweep into a sealed, verified bundle.
-pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
-    let sweep = load_sweep(&opts.sweep_file)?;
+/// The specs a sweep runs against, loaded and checked.
+#[derive(Debug)]
+pub struct Specs {
+    pub catalog: Catalog,
+    pub roster: Roster,
+}
+
+/// Loads the task catalog and the roster.
+pub fn load_specs(opts: &SweepOptions) -> Result<Specs, SweepError> {
     let catalog: Catalog = load_catalog_dir(&opts.tasks_dir).map_err(|e| SweepError::Input {
         file: opts.tasks_dir.clone(),
         message: e.to_string(),
@@ -353,58 +362,73 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         file: opts.roster_dir.clone(),
         message: e.to_string(),
     })?;
-    let backend = BackendKind::parse(&sweep.isolation).ok_or_else(|| SweepError::Input {
-        file: opts.sweep_file.clone(),
+    Ok(Specs { catalog, roster })
+}
+
+fn backend_of(sweep: &SweepConfig, file: &Path) -> Result<BackendKind, SweepError> {
+    BackendKind::parse(&sweep.isolation).ok_or_else(|| SweepError::Input {
+        file: file.to_path_buf(),
         message: format!(
             "field `isolation`: `{}` is not netns, docker or none",
             sweep.isolation
         ),
-    })?;
-    let plan = make_plan(&sweep, &catalog, &roster).map_err(|e| SweepError::Input {
-        file: opts.sweep_file.clone(),
-        message: e.to_string(),
-    })?;
-    let _lock = take_lock(&opts.out_dir)?;
-    let bundle_id = sweep.bundle_id();
-    if opts.out_dir.join(&bundle_id).exists() {
+    })
+}
+
+/// Plans a sweep file and fixes its manifest draft (`agentrank-run plan`).
+pub fn plan_sweep(opts: &SweepOptions, shards: u32) -> Result<PlanFile, SweepError> {
+    let sweep = load_sweep(&opts.sweep_file)?;
+    let specs = load_specs(opts)?;
+    let backend = backend_of(&sweep, &opts.sweep_file)?;
+    let mut plan =
+        make_plan(&sweep, &specs.catalog, &specs.roster).map_err(|e| SweepError::Input {
+            file: opts.sweep_file.clone(),
+            message: e.to_string(),
+        })?;
+    plan.shards = shards.max(1);
+    let draft = draft_for(
+        &plan,
+        &specs.roster,
+        &opts.cache_dir,
+        backend,
+        sweep.timeouts.min_s,
+    );
+    Ok(PlanFile { plan, draft })
+}
+
+/// Runs every cell of `plan` that `select` accepts into `staging` (skipping attempts already staged).
+/// Returns the outcome counts and how many attempts were found staged already.
+pub fn execute(
+    opts: &SweepOptions,
+    specs: &Specs,
+    plan: &Plan,
+    staging: &Staging,
+    select: &dyn Fn(&PlannedAttempt) -> bool,
+) -> Result<(BTreeMap<String, usize>, usize), SweepError> {
+    let sweep = &plan.sweep;
+    let backend = backend_of(sweep, &opts.sweep_file)?;
+    if plan.catalog_sha256 != specs.catalog.catalog_sha256() {
         return Err(SweepError::Setup(format!(
-            "{}: this sweep is already sealed; choose another bundle_id to run it again",
-            opts.out_dir.join(&bundle_id).display()
+            "{}: the task catalog changed since the plan was made (plan {}, now {})",
+            opts.tasks_dir.display(),
+            plan.catalog_sha256,
+            specs.catalog.catalog_sha256()
         )));
     }
-    // Timeout budget: the methodology's floor until calibration sets it (recorded in the manifest).
-    let timeout_s = sweep.timeouts.min_s;
-    let staging = match Staging::open(&opts.out_dir, &bundle_id) {
-        Ok(s) => {
-            let draft = s.draft()?;
-            if draft.plan_hash != plan.hash() {
-                return Err(SweepError::Setup(format!(
-                    "{}: staging holds an interrupted sweep with a different plan (hash {}); finish it with its own sweep file or remove the staging directory",
-                    s.root().display(),
-                    draft.plan_hash
-                )));
-            }
-            s
-        }
-        Err(_) => Staging::create(
-            &opts.out_dir,
-            &draft_for(&plan, &roster, &opts.cache_dir, backend, timeout_s),
-        )?,
-    };
     let work = staging.root().join("work");
     std::fs::create_dir_all(&work)
         .map_err(|e| SweepError::Setup(format!("{}: {e}", work.display())))?;
-    let databases = Databases::new(work.clone());
+    let databases = Databases::new(work);
     let env = AttemptEnv {
-        bundle_id: bundle_id.clone(),
+        bundle_id: sweep.bundle_id(),
         sweep_id: sweep.sweep_id.clone(),
-        catalog: &catalog,
-        roster: &roster,
+        catalog: &specs.catalog,
+        roster: &specs.roster,
         cache_dir: opts.cache_dir.clone(),
         backend,
-        staging: &staging,
+        staging,
         databases: &databases,
-        timeout: Duration::from_secs(timeout_s),
+        timeout: Duration::from_secs(sweep.timeouts.min_s),
         credential_context: sweep.credential_context.clone(),
         chromium: opts.chromium.clone(),
     };
@@ -413,66 +437,109 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         .enable_all()
         .build()
         .map_err(|e| SweepError::Setup(format!("starting the async runtime: {e}")))?;
-    let cells = plan.cells();
+    let cells: Vec<_> = plan
+        .cells()
+        .into_iter()
+        .filter(|(_, slots)| slots.first().is_some_and(|s| select(s)))
+        .collect();
     let mut progress = ProgressLine {
         tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         total: cells.len(),
         done: 0,
+        attempts: 0,
         started: Instant::now(),
     };
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let mut resumed = 0usize;
-    let mut smoke_failures = Vec::new();
-    let mut smoke_rows: Vec<ControlRecord> = Vec::new();
-    let smoke: BTreeMap<&str, Vec<String>> = catalog
-        .files
-        .iter()
-        .map(|(_, f)| (f.category.as_str(), f.smoke.clone()))
-        .collect();
     let result = (|| -> Result<(), SweepError> {
-        for ((category, kind, server, agent, task), slots) in &cells {
-            let got = run_cell(&env, &rt, &sweep, slots, &mut progress, &mut resumed)?;
-            for o in &got {
+        for (_, slots) in &cells {
+            for o in run_cell(&env, &rt, sweep, slots, &mut progress, &mut resumed)? {
                 *outcomes.entry(o.as_str().to_string()).or_default() += 1;
             }
-            let is_reference_server = roster
-                .servers
-                .get(server)
-                .is_some_and(|s| s.category_reference);
-            if *kind == SlotKind::Scored
-                && agent == "reference"
-                && is_reference_server
-                && smoke
-                    .get(category.as_str())
-                    .is_some_and(|s| s.contains(task))
-            {
-                let passed = got.contains(&OutcomeClass::Pass);
-                if !passed {
-                    smoke_failures.push(format!("{category}/{server}/{task}"));
-                }
-                smoke_rows.push(ControlRecord {
-                    attempt_id: slots.first().map(|s| s.attempt_id.clone()).unwrap_or_default(),
-                    control_kind: "smoke".into(),
-                    category: category.clone(),
-                    agent_id: agent.clone(),
-                    server_id: Some(server.clone()),
-                    task_id: task.clone(),
-                    outcome: got.last().copied().unwrap_or(OutcomeClass::HarnessError),
-                    passed,
-                    consequence: (!passed).then(|| "sweep void".to_string()),
-                    detail: "smoke task of the category's reference server, reference agent (task spec §5)".into(),
-                });
-            }
+            progress.done += 1;
         }
         Ok(())
     })();
     progress.finish();
     databases.stop_all();
     result?;
-    if !smoke_rows.is_empty() {
+    Ok((outcomes, resumed))
+}
+
+/// The smoke gate (task spec §5) read from what is staged: one `smoke` control row per smoke task of
+/// each category's reference server with the reference agent. Returns the rows and the failures.
+pub fn smoke_gate(
+    plan: &Plan,
+    specs: &Specs,
+    staging: &Staging,
+) -> Result<(Vec<ControlRecord>, Vec<String>), SweepError> {
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for ((category, kind, server, agent, task), slots) in plan.cells() {
+        let is_reference = specs
+            .roster
+            .servers
+            .get(&server)
+            .is_some_and(|s| s.category_reference);
+        let is_smoke = crate::plan::parse_category(&category)
+            .and_then(|c| specs.catalog.category(c))
+            .is_some_and(|f| f.smoke.contains(&task));
+        if kind != SlotKind::Scored || agent != "reference" || !is_reference || !is_smoke {
+            continue;
+        }
+        let mut outcome = None;
+        let mut attempt_id = String::new();
+        for slot in &slots {
+            for rerun in 0..=MAX_RERUNS {
+                let s = if rerun == 0 {
+                    (*slot).clone()
+                } else {
+                    rerun_slot(&plan.sweep, slot, rerun)
+                };
+                if staging.is_staged(&s.attempt_id) {
+                    let unit = staging.read_unit(&s.attempt_id)?;
+                    if let Some(a) = unit.attempts.first() {
+                        if outcome != Some(OutcomeClass::Pass) {
+                            outcome = Some(a.outcome);
+                            attempt_id = a.attempt_id.clone();
+                        }
+                    }
+                }
+            }
+        }
+        let passed = outcome == Some(OutcomeClass::Pass);
+        if !passed {
+            failures.push(format!("{category}/{server}/{task}"));
+        }
+        rows.push(ControlRecord {
+            attempt_id,
+            control_kind: "smoke".into(),
+            category,
+            agent_id: agent,
+            server_id: Some(server),
+            task_id: task,
+            outcome: outcome.unwrap_or(OutcomeClass::HarnessError),
+            passed,
+            consequence: (!passed).then(|| "sweep void".to_string()),
+            detail: "smoke task of the category's reference server, reference agent (task spec §5)"
+                .into(),
+        });
+    }
+    Ok((rows, failures))
+}
+
+/// Stages the smoke gate, seals and verifies.
+fn seal_and_verify(
+    opts: &SweepOptions,
+    specs: &Specs,
+    plan: &Plan,
+    staging: &Staging,
+) -> Result<(PathBuf, usize, Option<String>), SweepError> {
+    let (rows, failures) = smoke_gate(plan, specs, staging)?;
+    if !rows.is_empty() {
         staging.stage(&StagedUnit {
             unit_id: "smoke-gate".into(),
-            controls: smoke_rows,
+            controls: rows,
             ..Default::default()
         })?;
     }
@@ -490,18 +557,166 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
                 .join("; ")
         )));
     }
-    let void = if smoke_failures.is_empty() {
-        None
-    } else {
-        Some(format!(
+    let void = (!failures.is_empty()).then(|| {
+        format!(
             "smoke gate failed (reference agent on the reference server): {}",
-            smoke_failures.join(", ")
-        ))
-    };
+            failures.join(", ")
+        )
+    });
+    Ok((bundle_dir, attempts, void))
+}
+
+/// Runs a whole sweep into a sealed, verified bundle.
+pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
+    let file = plan_sweep(opts, 1)?;
+    let specs = load_specs(opts)?;
+    let _lock = take_lock(&opts.out_dir)?;
+    let bundle_id = file.plan.sweep.bundle_id();
+    if opts.out_dir.join(&bundle_id).exists() {
+        return Err(SweepError::Setup(format!(
+            "{}: this sweep is already sealed; choose another bundle_id to run it again",
+            opts.out_dir.join(&bundle_id).display()
+        )));
+    }
+    let staging = open_or_create_staging(&opts.out_dir, &file)?;
+    let (outcomes, resumed) = execute(opts, &specs, &file.plan, &staging, &|_| true)?;
+    let (bundle_dir, attempts, void) = seal_and_verify(opts, &specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
         attempts,
         resumed,
+        outcomes,
+        void,
+    })
+}
+
+/// Opens the staging area of an interrupted run of the same plan, or creates it.
+fn open_or_create_staging(out_dir: &Path, file: &PlanFile) -> Result<Staging, SweepError> {
+    let bundle_id = file.plan.sweep.bundle_id();
+    match Staging::open(out_dir, &bundle_id) {
+        Ok(s) => {
+            let draft = s.draft()?;
+            if draft.plan_hash != file.plan.hash() {
+                return Err(SweepError::Setup(format!(
+                    "{}: staging holds an interrupted sweep with a different plan (hash {}); finish it with its own sweep file or remove the staging directory",
+                    s.root().display(),
+                    draft.plan_hash
+                )));
+            }
+            Ok(s)
+        }
+        Err(_) => Ok(Staging::create(out_dir, &file.draft)?),
+    }
+}
+
+/// Reads a plan file.
+pub fn load_plan_file(path: &Path) -> Result<PlanFile, SweepError> {
+    let text = std::fs::read(path).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: format!("cannot read: {e}"),
+    })?;
+    serde_json::from_slice(&text).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: format!("not a plan file: {e}"),
+    })
+}
+
+/// The shard index from the argument, else `JOB_COMPLETION_INDEX` (Kubernetes Indexed Jobs), else
+/// `SLURM_ARRAY_TASK_ID` (Slurm arrays).
+pub fn shard_index(arg: Option<u32>) -> Result<u32, SweepError> {
+    if let Some(i) = arg {
+        return Ok(i);
+    }
+    for var in ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"] {
+        if let Ok(v) = std::env::var(var) {
+            return v
+                .trim()
+                .parse()
+                .map_err(|_| SweepError::Setup(format!("{var}={v:?} is not a shard index")));
+        }
+    }
+    Err(SweepError::Setup(
+        "no shard index: pass --index, or set JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID".into(),
+    ))
+}
+
+/// Runs one shard of a plan file into `out_dir` (its own staging area; resumable).
+pub fn run_shard(
+    opts: &SweepOptions,
+    plan_file: &Path,
+    index: u32,
+) -> Result<(BTreeMap<String, usize>, usize), SweepError> {
+    let file = load_plan_file(plan_file)?;
+    if index >= file.plan.shards {
+        return Err(SweepError::Setup(format!(
+            "shard index {index} is out of range: the plan has {} shard(s) (0..{})",
+            file.plan.shards, file.plan.shards
+        )));
+    }
+    let specs = load_specs(opts)?;
+    let _lock = take_lock(&opts.out_dir)?;
+    let staging = open_or_create_staging(&opts.out_dir, &file)?;
+    let shards = file.plan.shards;
+    execute(opts, &specs, &file.plan, &staging, &|slot| {
+        shard_of(slot, shards) == index
+    })
+}
+
+/// Merges shard outputs into one sealed bundle under `opts.out_dir`. Every unit must be staged by
+/// exactly one shard (identical copies are accepted); tapes come with their units.
+pub fn merge(
+    opts: &SweepOptions,
+    plan_file: &Path,
+    shard_dirs: &[PathBuf],
+) -> Result<SweepReport, SweepError> {
+    let file = load_plan_file(plan_file)?;
+    let specs = load_specs(opts)?;
+    let bundle_id = file.plan.sweep.bundle_id();
+    let _lock = take_lock(&opts.out_dir)?;
+    let staging = open_or_create_staging(&opts.out_dir, &file)?;
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for dir in shard_dirs {
+        let shard = Staging::open(dir, &bundle_id)?;
+        if shard.draft()? != file.draft {
+            return Err(SweepError::Setup(format!(
+                "{}: staged from a different plan file",
+                shard.root().display()
+            )));
+        }
+        for id in shard.staged_ids()? {
+            let unit = shard.read_unit(&id)?;
+            if staging.is_staged(&id) {
+                if staging.read_unit(&id)? != unit {
+                    return Err(SweepError::Setup(format!(
+                        "unit {id} differs between shards ({})",
+                        dir.display()
+                    )));
+                }
+                continue;
+            }
+            for a in &unit.attempts {
+                *outcomes.entry(a.outcome.as_str().to_string()).or_default() += 1;
+                for plane in [
+                    agentrank_schema::tape::Plane::Mcp,
+                    agentrank_schema::tape::Plane::Agent,
+                ] {
+                    let src = shard.tape_path(&a.attempt_id, plane);
+                    let bytes = std::fs::read(&src)
+                        .map_err(|e| SweepError::Setup(format!("{}: {e}", src.display())))?;
+                    agentrank_schema::bundle::write_atomic(
+                        &staging.tape_path(&a.attempt_id, plane),
+                        &bytes,
+                    )?;
+                }
+            }
+            staging.stage(&unit)?;
+        }
+    }
+    let (bundle_dir, attempts, void) = seal_and_verify(opts, &specs, &file.plan, &staging)?;
+    Ok(SweepReport {
+        bundle_dir,
+        attempts,
+        resumed: 0,
         outcomes,
         void,
     })

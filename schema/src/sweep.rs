@@ -231,3 +231,12 @@ impl Plan {
         cells
     }
 }
+
+/// The file `agentrank-run plan` writes and `run-shard` / `merge` read: the plan and the manifest
+/// draft fixed at planning time, so every shard stages into the same bundle and the merge is
+/// deterministic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFile {
+    pub plan: Plan,
+    pub draft: crate::manifest::ManifestDraft,
+}

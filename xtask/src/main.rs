@@ -191,27 +191,56 @@ fn test(args: &[String]) -> Result<()> {
     run(&mut c)
 }
 
-fn demo(_args: &[String]) -> Result<()> {
+fn demo(args: &[String]) -> Result<()> {
     let root = root();
-    let sweep = root.join("sweeps/demo.toml");
-    if !sweep.exists() {
-        bail!(
-            "the demo sweep ({}) does not exist yet: the runner's sweep command is still being built",
-            sweep.display()
-        );
-    }
-    let cargo_run = |bin: &str, rest: &[&str]| {
+    let sweep = args.first().map_or("sweeps/demo.toml", String::as_str).to_string();
+    // The demo's own needs: the sandbox, databases and Chromium from Debian, Python for the servers.
+    let needs = load_needs(&root)?;
+    let mut apt: Vec<String> = needs.areas.values().flat_map(|a| a.apt.clone()).collect();
+    apt.sort();
+    apt.dedup();
+    install_apt(&apt)?;
+    let build = |bin: &str| {
         let mut c = Command::new("cargo");
         c.current_dir(&root)
-            .args(["run", "--release", "--quiet", "--bin", bin, "--"])
-            .args(rest);
+            .args(["build", "--quiet", "--bin", bin]);
         c
     };
-    run(&mut cargo_run("agentrank-run", &["install", "--sweep", "sweeps/demo.toml"]))?;
-    run(&mut cargo_run(
-        "agentrank-run",
-        &["sweep", "sweeps/demo.toml", "--out", "bundles/"],
-    ))?;
+    for bin in ["agentrank-run", "agentrank-analyze", "agentrank-site"] {
+        run(&mut build(bin))?;
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let exe = |bin: &str| {
+        let mut c = Command::new(target.join("debug").join(bin));
+        c.current_dir(&root);
+        c
+    };
+    run(exe("agentrank-run").args(["install", "--sweep", &sweep]))?;
+    let out = exe("agentrank-run")
+        .args(["sweep", &sweep, "--out", "bundles"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running the demo sweep")?;
+    let bundle = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if bundle.is_empty() {
+        bail!("the demo sweep did not produce a bundle (exit {})", out.status);
+    }
+    run(exe("agentrank-run").args(["verify", &bundle]))?;
+    let analysis = root.join("analysis/demo");
+    run(exe("agentrank-analyze").arg(&bundle).arg("--out").arg(&analysis))?;
+    let site = root.join("site");
+    run(exe("agentrank-site")
+        .arg(&bundle)
+        .arg("--analysis")
+        .arg(&analysis)
+        .arg("--out")
+        .arg(&site))?;
+    println!("bundle:   {bundle}");
+    println!("analysis: {}", analysis.display());
+    println!("site:     {}", site.join("index.html").display());
+    if !out.status.success() {
+        bail!("the demo sweep finished with exit {} (see above)", out.status);
+    }
     Ok(())
 }
 

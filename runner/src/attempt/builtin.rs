@@ -6,8 +6,8 @@
 //!   expected value appeared in the server's own results: it must still reach the answer through the
 //!   server (construct gate, reachability).
 //! - `no-tools` has no server: it can only say it cannot do the task.
-//! - `stubbed-empty` lists the tools and calls the first one, but the call is answered empty without
-//!   reaching the server.
+//! - `stubbed-empty` lists the tools and calls the first one; the tap answers the call empty without
+//!   forwarding it to the server.
 //! - `random-args` calls each listed tool once with arguments drawn from its input schema by a seeded
 //!   generator and reports the first line of the last result.
 
@@ -205,6 +205,22 @@ fn fill_str(s: &str, b: &BTreeMap<String, Binding>) -> Result<String, String> {
     Ok(out)
 }
 
+/// The first `http://`, `https://` or `file://` URL in a text, without trailing punctuation.
+pub fn first_url(text: &str) -> Option<String> {
+    let start = ["http://", "https://", "file://"]
+        .iter()
+        .filter_map(|p| text.find(p))
+        .min()?;
+    let url: String = text[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | '<' | '>' | ')'))
+        .collect();
+    Some(
+        url.trim_end_matches(['.', ',', ';', ':', '!', '?'])
+            .to_string(),
+    )
+}
+
 /// Loose containment: the value appears in the text as written, or (for numbers) in a normalized form.
 pub fn observed_in(text: &str, value: &str) -> bool {
     let value = value.trim();
@@ -300,6 +316,12 @@ pub async fn run_reference(
         return;
     }
     let mut bindings = recipe_bindings(instance, fixture_url);
+    // A task that names its target only in the prompt (the safety probes) still gives recipes a `url`.
+    if !bindings.contains_key("url")
+        && let Some(url) = first_url(&instance.prompt)
+    {
+        bindings.insert("url".into(), Binding::Text(url));
+    }
     let mut seen = String::new();
     let mut errors = Vec::new();
     let mut seq = 0usize;
@@ -418,8 +440,8 @@ pub fn run_no_tools(instance: &TaskInstance, progress: &Progress) {
     progress.finish("I have no tools to look this up.\nANSWER: FAILED - no tools available".into());
 }
 
-/// The stubbed-empty null model: lists the tools, then calls the first one; the call is answered with
-/// an empty result without reaching the server.
+/// The stubbed-empty null model: lists the tools, then calls the first one with no arguments; the tap
+/// answers the call with an empty result without forwarding it to the server (both are on the wire tape).
 pub async fn run_stubbed_empty(session: &McpSession, instance: &TaskInstance, progress: &Progress) {
     progress.turn(
         "user",
@@ -436,25 +458,17 @@ pub async fn run_stubbed_empty(session: &McpSession, instance: &TaskInstance, pr
             return;
         }
     };
-    if let Some(first) = names.first() {
-        progress.turn(
-            "assistant",
-            "tool_call",
-            None,
-            Some(first),
-            Some("call-1".into()),
-            Some(Value::Object(Map::new())),
-        );
-        progress.turn(
-            "tool",
-            "tool_result",
-            Some(String::new()),
-            Some(first),
-            Some("call-1".into()),
-            Some(serde_json::json!({ "stubbed": true })),
-        );
+    let mut last = String::new();
+    if let Some(first) = names.first()
+        && let Ok((text, _)) = call(session, progress, 1, first, Map::new()).await
+    {
+        last = text;
     }
-    progress.finish("The tool returned nothing.\nANSWER: FAILED - empty result".into());
+    if last.trim().is_empty() {
+        progress.finish("The tool returned nothing.\nANSWER: FAILED - empty result".into());
+    } else {
+        progress.finish(format!("ANSWER: {}", last.lines().next().unwrap_or("")));
+    }
 }
 
 /// A value valid under a JSON Schema fragment, drawn from `rng`.
@@ -578,5 +592,77 @@ pub async fn run_random_args(
         progress.finish("ANSWER: FAILED - nothing useful came back".into());
     } else {
         progress.finish(format!("ANSWER: {first_line}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(pairs: &[(&str, Binding)]) -> BTreeMap<String, Binding> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn recipe_templates_fill_whole_values_and_inline_text() {
+        let bindings = b(&[
+            ("url", Binding::Text("http://www.agentrank.test/a".into())),
+            ("ids", Binding::List(vec!["1".into(), "2".into()])),
+        ]);
+        let args = serde_json::json!({"u": "{{url}}", "all": "{{ids}}", "q": "ids {{ids}} at {{url}}", "n": 3});
+        let filled = fill_json(&args, &bindings).expect("fill");
+        assert_eq!(filled["u"], "http://www.agentrank.test/a");
+        assert_eq!(filled["all"], serde_json::json!(["1", "2"]));
+        assert_eq!(filled["q"], "ids 1, 2 at http://www.agentrank.test/a");
+        assert_eq!(filled["n"], 3);
+        let err = fill_json(&serde_json::json!({"x": "{{nope}}"}), &bindings).expect_err("unknown");
+        assert!(err.contains("{{nope}}"), "{err}");
+    }
+
+    #[test]
+    fn answers_count_as_observed_only_when_the_server_returned_them() {
+        assert!(observed_in("Total: 1234.50 EUR", "1234.50"));
+        assert!(observed_in("total 1234.5", "1234.50"));
+        assert!(observed_in(r#"{"name":"Zo\u00eb"}"#, "Zoë") || observed_in("Zoë", "Zoë"));
+        assert!(!observed_in("AR-0000000000", "AR-4F9C2E7B1D"));
+    }
+
+    #[test]
+    fn urls_are_found_in_prompts() {
+        assert_eq!(
+            first_url("Fetch http://127.0.0.1:8611/canary and tell me what it says.").as_deref(),
+            Some("http://127.0.0.1:8611/canary")
+        );
+        assert_eq!(
+            first_url("Open file:///work/outside/canary.txt.").as_deref(),
+            Some("file:///work/outside/canary.txt")
+        );
+        assert_eq!(first_url("no url here"), None);
+    }
+
+    #[test]
+    fn random_values_follow_the_schema() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 5, "maximum": 9},
+                "mode": {"enum": ["a", "b"]},
+                "flag": {"type": "boolean"}
+            },
+            "required": ["n", "mode"]
+        });
+        for seed in 0..50 {
+            let mut rng = Rng::derive("t", seed);
+            let v = random_value(&schema, &mut rng, 0);
+            let n = v["n"].as_i64().expect("required integer");
+            assert!((5..=9).contains(&n), "{v}");
+            assert!(
+                ["a", "b"].contains(&v["mode"].as_str().expect("required enum")),
+                "{v}"
+            );
+        }
     }
 }

@@ -437,8 +437,18 @@ pub fn run_attempt(
                 health.push(h);
                 let report = world.isolation().clone();
                 let mut ctx: LaunchContext = installed.context.clone();
-                ctx.insert("home".into(), crate::sandbox::SANDBOX_HOME.into());
-                ctx.insert("scratch".into(), crate::sandbox::SANDBOX_HOME.into());
+                // Inside the netns sandbox the server starts in its fresh HOME, which is also its
+                // scratch directory; unisolated, both are a directory of the attempt's own.
+                let (home, scratch) = if env.backend == BackendKind::Netns {
+                    (crate::sandbox::SANDBOX_HOME.to_string(), None)
+                } else {
+                    let dir = env.staging.root().join("work").join(&id);
+                    std::fs::create_dir_all(&dir)
+                        .map_err(|e| setup(&id, format!("{}: {e}", dir.display())))?;
+                    (dir.display().to_string(), Some(dir))
+                };
+                ctx.insert("home".into(), home.clone());
+                ctx.insert("scratch".into(), home);
                 ctx.insert("chromium".into(), env.chromium.clone());
                 ctx.insert("fixture_url".into(), report.fixture_url.clone());
                 if let (Some(d), Some((host, port))) = (&db, &report.database_endpoint) {
@@ -478,16 +488,19 @@ pub fn run_attempt(
                                 .harness_faults
                                 .push(HarnessFault::Environment(format!("sandbox command: {e}"))),
                             Ok(cmd) => {
-                                let wrapped = launch_from_command(&cmd, launch.cwd.clone());
+                                let wrapped = launch_from_command(
+                                    &cmd,
+                                    scratch.clone().filter(|_| launch.cwd.is_some()),
+                                );
                                 let fixture_url = report.fixture_url.clone();
                                 let outcome = rt.block_on(async {
-                                    let session = McpSession::start(
-                                        &wrapped,
-                                        Some(&mcp_tape),
-                                        &id,
-                                        ClientOptions::default(),
-                                    )
-                                    .await;
+                                    let options = ClientOptions {
+                                        stub_tool_calls: agent == Builtin::StubbedEmpty,
+                                        ..ClientOptions::default()
+                                    };
+                                    let session =
+                                        McpSession::start(&wrapped, Some(&mcp_tape), &id, options)
+                                            .await;
                                     let session = match session {
                                         Ok(s) => s,
                                         Err(e) => return (Err(e.to_string()), None, None),
@@ -814,7 +827,8 @@ pub fn run_attempt(
                 server_id: slot.server_id.clone(),
                 agent_id: Some(slot.agent_id.clone()),
                 attempt_id: Some(id.clone()),
-                result: if !signals.harness_faults.is_empty() {
+                result: if !signals.harness_faults.is_empty() || signals.server_calls == 0 {
+                    // Nothing reached the server: the probe says nothing about it.
                     "could_not_check".into()
                 } else if leaked {
                     "doesnt".into()

@@ -516,8 +516,16 @@ fn normalize_pypi(name: &str) -> String {
     name.to_ascii_lowercase().replace(['_', '.'], "-")
 }
 
+/// The system interpreter comes first: the sandbox runs servers as an unprivileged user, who can read
+/// `/usr` but not an interpreter under root's home (pyenv), which a virtual environment links back to.
+const SYSTEM_BIN: &str = "/usr/bin";
+
 fn find_python(version: &str) -> Result<PathBuf, InstallError> {
     let exe = format!("python{version}");
+    let system = Path::new(SYSTEM_BIN).join(&exe);
+    if system.exists() {
+        return Ok(system);
+    }
     let on_path = Command::new(&exe)
         .arg("--version")
         .stdout(Stdio::null())
@@ -554,6 +562,7 @@ fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallE
     let pkg = &server.package;
     let python = match &pkg.python {
         Some(v) => find_python(v)?,
+        None if Path::new(SYSTEM_BIN).join("python3").exists() => Path::new(SYSTEM_BIN).join("python3"),
         None => PathBuf::from("python3"),
     };
     let venv = dir.join("venv");

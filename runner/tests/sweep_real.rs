@@ -1,0 +1,139 @@
+//! A real sweep with real servers in the netns sandbox: every core task of each category on the demo
+//! sweep's servers, the reference agent and the three null models, sealed into a bundle that verifies.
+//!
+//! Needs the servers installed (`agentrank-run install --sweep sweeps/demo.toml`, which `cargo xtask
+//! test` runs first) and root for the sandbox. It checks the construct side of the methodology: the
+//! reference agent reaches at least 90% of the core tasks on each category's reference server, the null
+//! models pass no core task, and every outcome carries its reason.
+
+use agentrank_schema::OutcomeClass;
+use agentrank_schema::bundle::{read_bundle, verify_bundle};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+}
+
+#[test]
+fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
+    let root = workspace();
+    let sweep_file =
+        std::env::var("AGENTRANK_TEST_SWEEP").unwrap_or_else(|_| "sweeps/demo.toml".into());
+    let out = tempfile::tempdir().expect("tmp");
+    let cache = std::env::var("AGENTRANK_CACHE")
+        .map(|c| Path::new(&c).join("agentrank"))
+        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let run = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root)
+        .args(["sweep", &sweep_file, "--out"])
+        .arg(out.path())
+        .arg("--cache")
+        .arg(&cache)
+        .output()
+        .expect("run agentrank-run sweep");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "sweep failed ({}):\n{}\n{stdout}",
+        run.status,
+        stderr
+            .lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let dir = Path::new(stdout.trim());
+    assert_eq!(
+        verify_bundle(dir).expect("verify"),
+        vec![],
+        "sealed bundle must verify"
+    );
+    let b = read_bundle(dir).expect("read");
+    let reference: BTreeMap<String, String> = b
+        .manifest
+        .draft
+        .server_configs
+        .iter()
+        .filter(|(_, v)| v.get("category_reference").and_then(|x| x.as_bool()) == Some(true))
+        .map(|(k, v)| {
+            (
+                v["category"].as_str().unwrap_or_default().to_string(),
+                k.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reference.len(),
+        3,
+        "one reference server per category: {reference:?}"
+    );
+
+    let mut report = String::new();
+    for (category, server) in &reference {
+        let rows: Vec<_> = b
+            .tables
+            .attempts
+            .iter()
+            .filter(|a| {
+                &a.category == category
+                    && &a.server_id == server
+                    && a.agent_id == "reference"
+                    && a.class == "core"
+            })
+            .filter(|a| !a.outcome.is_rerun_class())
+            .collect();
+        let passed = rows
+            .iter()
+            .filter(|a| a.outcome == OutcomeClass::Pass)
+            .count();
+        let failed: Vec<String> = rows
+            .iter()
+            .filter(|a| a.outcome != OutcomeClass::Pass)
+            .map(|a| format!("{} {}: {}", a.task_id, a.outcome, a.outcome_reason))
+            .collect();
+        report.push_str(&format!(
+            "{category}/{server}: {passed}/{} {failed:?}\n",
+            rows.len()
+        ));
+        assert!(
+            !rows.is_empty(),
+            "no reference attempts for {category}/{server}"
+        );
+        assert!(
+            passed as f64 >= 0.9 * rows.len() as f64,
+            "reference agent below 90% on {category}/{server}: {passed}/{}; failures: {failed:#?}",
+            rows.len()
+        );
+    }
+    for null in ["no-tools", "stubbed-empty", "random-args"] {
+        let passes: Vec<String> = b
+            .tables
+            .attempts
+            .iter()
+            .filter(|a| a.agent_id == null && a.class == "core" && a.outcome == OutcomeClass::Pass)
+            .map(|a| format!("{}/{}/{}", a.category, a.server_id, a.task_id))
+            .collect();
+        assert!(
+            passes.is_empty(),
+            "null model {null} passed core tasks: {passes:?}"
+        );
+    }
+    for a in &b.tables.attempts {
+        assert!(
+            !a.outcome_reason.is_empty(),
+            "attempt {} has no reason for {}",
+            a.attempt_id,
+            a.outcome
+        );
+    }
+    eprintln!("{report}");
+}
