@@ -232,3 +232,69 @@ fn a_browser_server_drives_the_system_chromium() {
         assert_eq!(end.tape.stats.non_json_out, 0);
     });
 }
+
+#[test]
+fn a_server_reached_by_url_is_driven_and_taped_like_stdio() {
+    let roster = support::roster();
+    let dbs = databases();
+    let rt = support::runtime();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut launch = launch_for(&roster, "dbhub", tmp.path(), Some(&dbs));
+    // The same server in its documented HTTP mode.
+    let port = agentrank_runner::sidecar::free_loopback_port().unwrap();
+    let at = launch.args.iter().position(|a| a == "stdio").unwrap();
+    launch.args[at] = "http".into();
+    launch.args.extend(["--port".to_string(), port.to_string()]);
+    let tape = tmp.path().join("http.mcp.jsonl.zst");
+    rt.block_on(async {
+        let (mut server, _stdin, _stdout) =
+            agentrank_runner::mcp::ServerProcess::spawn(&launch).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "dbhub did not listen");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let session = McpSession::start_http(&url, Some(&tape), "http", options())
+            .await
+            .unwrap();
+        assert_eq!(session.identity().protocol_version, "2025-11-25");
+        let listing = session.list_tools().await.unwrap();
+        assert_eq!(
+            listing.names(),
+            roster.server("dbhub").unwrap().observed.tools
+        );
+        assert!(listing.definition_chars > 0);
+        let mut args = serde_json::Map::new();
+        args.insert("sql".into(), json!("SELECT count(*) AS n FROM invoices"));
+        let out = session.call_tool("execute_sql", args).await.unwrap();
+        assert!(out.text.contains('2'), "{}", out.text);
+        let end = session.close().await.unwrap();
+        assert!(end.tape.stats.lines_in >= 4 && end.tape.stats.lines_out >= 3);
+        server.stop(Duration::from_millis(500)).await;
+    });
+    let lines = read_tape(&tape).unwrap();
+    let TapeLine::Meta(meta) = &lines[0] else {
+        panic!("meta first")
+    };
+    assert_eq!(meta.info["transport"], "streamable-http");
+    let methods: Vec<String> = lines
+        .iter()
+        .filter_map(|l| match l {
+            TapeLine::Message(m) if m.dir == Dir::In => {
+                let v: serde_json::Value = serde_json::from_str(&m.raw).ok()?;
+                v["method"].as_str().map(String::from)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        methods,
+        vec![
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+}

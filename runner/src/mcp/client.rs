@@ -1,4 +1,4 @@
-//! The runner's own MCP client over stdio, built on the official Rust SDK (`rmcp`, pinned exactly in
+//! The runner's own MCP client over stdio (and Streamable HTTP for servers reachable only by URL), built on the official Rust SDK (`rmcp`, pinned exactly in
 //! `runner/Cargo.toml`). This is the only file that names `rmcp` types.
 //!
 //! Every session goes through the stdio tap ([`super::tap`]): the SDK talks to one end of an in-process
@@ -168,7 +168,8 @@ pub struct ToolCallOutcome {
 /// A live session with one server through the tap.
 pub struct McpSession {
     service: RunningService<RoleClient, ClientConfig>,
-    process: ServerProcess,
+    /// The server process (stdio); `None` for a server reached by URL.
+    process: Option<ServerProcess>,
     recorder: TapeRecorder,
     pumps: Vec<tokio::task::JoinHandle<()>>,
     options: ClientOptions,
@@ -311,30 +312,65 @@ impl McpSession {
                 });
             }
         };
-        let cold_start = started.elapsed();
-        let peer = service.peer_info();
-        let identity = ServerIdentity {
-            protocol_version: peer
-                .as_ref()
-                .map(|p| p.protocol_version.to_string())
-                .unwrap_or_default(),
-            name: peer
-                .as_ref()
-                .and_then(|p| p.server_info.as_ref().map(|i| i.name.clone())),
-            version: peer
-                .as_ref()
-                .and_then(|p| p.server_info.as_ref().map(|i| i.version.clone())),
-            instructions_chars: peer
-                .as_ref()
-                .and_then(|p| p.instructions.as_ref().map(|s| s.chars().count() as u64))
-                .unwrap_or(0),
-            cold_start,
-        };
+        let identity = identity_of(&service, started.elapsed());
         Ok(McpSession {
             service,
-            process,
+            process: Some(process),
             recorder,
             pumps,
+            options,
+            identity,
+        })
+    }
+
+    /// Connects to a server reachable only by URL (Streamable HTTP) and performs `initialize`. Every
+    /// JSON-RPC message is recorded on the wire tape like a stdio line: as the SDK sent it (`in`) or
+    /// parsed it (`out`), re-serialized (HTTP framing and SSE event fields are not on the tape).
+    pub async fn start_http(
+        url: &str,
+        tape: Option<&Path>,
+        attempt_id: &str,
+        options: ClientOptions,
+    ) -> Result<McpSession, McpError> {
+        let mut info = serde_json::Map::new();
+        info.insert("url".into(), url.into());
+        info.insert("transport".into(), "streamable-http".into());
+        info.insert(
+            "offered_version".into(),
+            options.offered_version.clone().into(),
+        );
+        let recorder = TapeRecorder::new(tape, attempt_id, info)?;
+        let started = Instant::now();
+        let transport = RecordingTransport {
+            inner: rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string()),
+            recorder: recorder.clone(),
+        };
+        let config = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(options.client_name.clone(), env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(protocol_version(&options.offered_version));
+        let connect = rmcp::service::serve_client(config, transport);
+        let service = match tokio::time::timeout(options.init_timeout, connect).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
+                let _ = recorder.finish("initialize-failed");
+                return Err(McpError::Initialize(e.to_string()));
+            }
+            Err(_) => {
+                let _ = recorder.finish("timeout");
+                return Err(McpError::Timeout {
+                    method: "initialize".into(),
+                    timeout: options.init_timeout,
+                });
+            }
+        };
+        let identity = identity_of(&service, started.elapsed());
+        Ok(McpSession {
+            service,
+            process: None,
+            recorder,
+            pumps: Vec::new(),
             options,
             identity,
         })
@@ -356,7 +392,14 @@ impl McpSession {
     {
         match tokio::time::timeout(self.options.request_timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(map_service_error(method, e, self.process.stderr_tail())),
+            Ok(Err(e)) => Err(map_service_error(
+                method,
+                e,
+                self.process
+                    .as_ref()
+                    .map(ServerProcess::stderr_tail)
+                    .unwrap_or_default(),
+            )),
             Err(_) => Err(McpError::Timeout {
                 method: method.to_string(),
                 timeout: self.options.request_timeout,
@@ -488,16 +531,95 @@ impl McpSession {
             ..
         } = self;
         let _ = tokio::time::timeout(options.stop_grace, service.cancel()).await;
-        let exit = process.stop(options.stop_grace).await;
+        let exit = match process.as_mut() {
+            Some(p) => p.stop(options.stop_grace).await,
+            // A server reached by URL is not ours to stop.
+            None => ExitKind::Exited(0),
+        };
         for p in pumps {
             let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
         }
-        let tape = recorder.finish(&exit.reason())?;
+        let reason = if process.is_some() {
+            exit.reason()
+        } else {
+            "closed".to_string()
+        };
+        let tape = recorder.finish(&reason)?;
         Ok(SessionEnd {
             tape,
             exit,
-            stderr_tail: process.stderr_tail(),
+            stderr_tail: process
+                .as_ref()
+                .map(ServerProcess::stderr_tail)
+                .unwrap_or_default(),
         })
+    }
+}
+
+fn identity_of(
+    service: &RunningService<RoleClient, ClientConfig>,
+    cold_start: Duration,
+) -> ServerIdentity {
+    let peer = service.peer_info();
+    ServerIdentity {
+        protocol_version: peer
+            .as_ref()
+            .map(|p| p.protocol_version.to_string())
+            .unwrap_or_default(),
+        name: peer
+            .as_ref()
+            .and_then(|p| p.server_info.as_ref().map(|i| i.name.clone())),
+        version: peer
+            .as_ref()
+            .and_then(|p| p.server_info.as_ref().map(|i| i.version.clone())),
+        instructions_chars: peer
+            .as_ref()
+            .and_then(|p| p.instructions.as_ref().map(|s| s.chars().count() as u64))
+            .unwrap_or(0),
+        cold_start,
+    }
+}
+
+/// A transport wrapper that records every message on the wire tape (for servers reached by URL,
+/// where there is no byte stream to tap).
+struct RecordingTransport<T> {
+    inner: T,
+    recorder: TapeRecorder,
+}
+
+impl<T> rmcp::transport::Transport<RoleClient> for RecordingTransport<T>
+where
+    T: rmcp::transport::Transport<RoleClient>,
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let raw = serde_json::to_vec(&item).unwrap_or_default();
+        self.recorder.record(self.recorder.now_us(), Dir::In, &raw);
+        self.inner.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleClient>>> + Send
+    {
+        let recorder = self.recorder.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if let Some(m) = &message {
+                let raw = serde_json::to_vec(m).unwrap_or_default();
+                recorder.record(recorder.now_us(), Dir::Out, &raw);
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 
