@@ -163,6 +163,27 @@ pub fn classify(input: &ClassifyInput) -> Classification {
     Classification { class, reason }
 }
 
+/// What the MCP wire tape says about an attempt's server calls.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WireFacts {
+    /// `tools/call` requests from the client.
+    pub server_calls: u64,
+    /// The last `tools/call` without an answer when the tape ended.
+    pub pending_call: Option<String>,
+}
+
+impl WireFacts {
+    /// Reads the facts from (direction, raw JSON-RPC line) pairs in order.
+    pub fn from_wire<'a>(
+        lines: impl IntoIterator<Item = (crate::verify::wire::WireDir, &'a str)> + Clone,
+    ) -> WireFacts {
+        WireFacts {
+            server_calls: u64::from(crate::verify::wire::summarize(lines.clone()).server_calls),
+            pending_call: pending_server_call_on_wire(lines),
+        }
+    }
+}
+
 /// The server tool whose `tools/call` was still unanswered at the end of a wire tape (the last such
 /// call), read from (direction, raw JSON-RPC line) pairs in order. The wire is the authority on what
 /// was pending when the time limit hit, whichever agent was the client.

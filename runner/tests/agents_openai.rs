@@ -37,9 +37,12 @@ enum Mode {
     ReportModel(String),
 }
 
+/// Requests the endpoint received: path, `Authorization` header, JSON body.
+type Received = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
+
 struct TestEndpoint {
     base: String,
-    requests: Arc<Mutex<Vec<(String, Option<String>, Value)>>>,
+    requests: Received,
     server: Arc<tiny_http::Server>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -146,7 +149,7 @@ fn model_reply(path: &str, req: &Value, mode: &Mode, turn: usize) -> Value {
 fn serve(mode: Mode) -> TestEndpoint {
     let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
     let base = format!("http://{}", server.server_addr().to_ip().expect("ip"));
-    let requests = Arc::new(Mutex::new(Vec::new()));
+    let requests: Received = Arc::new(Mutex::new(Vec::new()));
     let (srv, reqs) = (server.clone(), requests.clone());
     let thread = std::thread::spawn(move || {
         let mut turn = 0;

@@ -107,8 +107,8 @@ fn claude_usage_is_counted_once_per_message_when_the_result_is_missing() {
     assert_eq!(p.tokens_in, Some(3 + 4120));
     assert_eq!(p.tokens_out, Some(2));
     assert_eq!(
-        p.pending.values().cloned().collect::<Vec<_>>(),
-        vec!["fetch".to_string()]
+        p.pending,
+        vec![("toolu_01T".to_string(), "fetch".to_string())]
     );
     let (signals, spend) = settle_cli(&p, &RunEnd::TimedOut, "", "claude");
     assert!(signals.timed_out);

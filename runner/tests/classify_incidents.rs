@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use agentrank_runner::agents::{ParsedStream, RunEnd, claude, codex, settle_cli};
-use agentrank_runner::classify::{HarnessFault, classify, pending_server_call_on_wire};
+use agentrank_runner::classify::{HarnessFault, WireFacts, classify, pending_server_call_on_wire};
 use agentrank_runner::verify::answer::{exact_matches, parse_answer};
 use agentrank_runner::verify::wire::WireDir;
 use agentrank_schema::outcome::OutcomeClass;
@@ -365,4 +365,61 @@ fn the_wire_tape_names_the_pending_call() {
     let summary =
         agentrank_runner::verify::wire::summarize(wire.iter().map(|(d, r)| (*d, r.as_str())));
     assert_eq!(summary.server_calls, 2);
+}
+
+#[test]
+fn the_wire_is_the_authority_for_calls_and_the_pending_one() {
+    let wire: Vec<(WireDir, String)> = stream("mcp_timeout_tool.jsonl")
+        .iter()
+        .filter_map(|(_, l)| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            let dir = match v.get("dir")?.as_str()? {
+                "in" => WireDir::ClientToServer,
+                _ => WireDir::ServerToClient,
+            };
+            Some((dir, v.get("raw")?.as_str()?.to_string()))
+        })
+        .collect();
+    let facts = WireFacts::from_wire(wire.iter().map(|(d, r)| (*d, r.as_str())));
+    assert_eq!(
+        facts,
+        WireFacts {
+            server_calls: 2,
+            pending_call: Some("fetch".into())
+        }
+    );
+    // The agent's stream thought generation was under way; the wire shows a call still pending.
+    let parsed = claude::parse_stream(&stream("claude_timeout_generation.jsonl"), "agentrank");
+    let (signals, _) = settle_cli(&parsed, &RunEnd::TimedOut, "", "claude");
+    let own = classify(&signals.classify_input(
+        CLAUDE_MODEL,
+        parsed.reported_model.as_deref(),
+        vec![],
+        false,
+        None,
+    ));
+    assert_eq!(own.class, OutcomeClass::AgentTimeout);
+    let input = signals.classify_input(
+        CLAUDE_MODEL,
+        parsed.reported_model.as_deref(),
+        vec![],
+        false,
+        Some(&facts),
+    );
+    assert_eq!(input.server_calls, 2);
+    let c = classify(&input);
+    assert_eq!(c.class, OutcomeClass::ServerTimeout);
+    assert!(c.reason.contains("`fetch`"), "{}", c.reason);
+    // And a right answer with calls only on the wire is a PASS, not a leak.
+    let parsed = claude::parse_stream(&stream("claude_state_leak.jsonl"), "agentrank");
+    let (signals, _) = settle_cli(&parsed, &RunEnd::Finished { exit_code: 0 }, "", "claude");
+    let no_calls = WireFacts::default();
+    let leak = classify(&signals.classify_input(
+        CLAUDE_MODEL,
+        Some(CLAUDE_MODEL),
+        vec![],
+        true,
+        Some(&no_calls),
+    ));
+    assert_eq!(leak.class, OutcomeClass::InvalidLeak);
 }

@@ -278,7 +278,7 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
                             p.turns.push(tl);
                             if let Some(tool) = name.strip_prefix(&prefix) {
                                 p.server_calls += 1;
-                                p.pending.insert(id, tool.to_string());
+                                p.pending.push((id, tool.to_string()));
                             } else {
                                 p.builtin_uses.push(name);
                             }
@@ -307,7 +307,11 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
                         .get("is_error")
                         .and_then(Value::as_bool)
                         .unwrap_or(false);
-                    let tool = p.pending.remove(&id);
+                    let tool = p
+                        .pending
+                        .iter()
+                        .position(|(call, _)| *call == id)
+                        .map(|i| p.pending.remove(i).1);
                     if tool.is_some()
                         && let Some(line) = browser_missing_signal(&text)
                     {

@@ -248,14 +248,14 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
                             p.turns.push(tl);
                             if ours {
                                 p.server_calls += 1;
-                                p.pending.insert(id.clone(), tool.clone());
+                                p.pending.push((id.clone(), tool.clone()));
                             } else {
                                 p.builtin_uses
                                     .push(format!("mcp_tool_call to server `{server}`: {tool}"));
                             }
                         }
                         if done {
-                            p.pending.remove(&id);
+                            p.pending.retain(|(call, _)| *call != id);
                             let (text, image) = tool_result_text(&item);
                             if ours && let Some(line) = browser_missing_signal(&text) {
                                 p.harness_faults.push(HarnessFault::Environment(format!(
@@ -376,7 +376,6 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
                 if let Some(line) = rate_limit_signal(&msg) {
                     p.rate_limits.push(format!("{kind}: {line}"));
                 } else if kind == "turn.failed" {
-                    p.completed = true;
                     p.agent_errors
                         .push(format!("turn.failed: {}", clip(&msg, 300)));
                 } else {

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use agentrank_schema::tape::TurnLine;
 
-use crate::classify::{ClassifyInput, HarnessFault, TimeLimit, rate_limit_signal};
+use crate::classify::{ClassifyInput, HarnessFault, TimeLimit, WireFacts, rate_limit_signal};
 use crate::roster::ResolvedLaunch;
 
 /// The seed's exact system prompt (Methodology, "The exact system prompt"), identical for every agent.
@@ -126,15 +126,16 @@ pub struct AgentSignals {
 
 impl AgentSignals {
     /// The classifier input from these signals plus what only the attempt knows: the pinned model,
-    /// attempt-level faults (sandbox, fixture health), the verifiers' verdict and the server calls
-    /// counted on the wire (`None` to use the agent's own count).
+    /// attempt-level faults (sandbox, fixture health), the verifiers' verdict and what the wire tape
+    /// says ([`WireFacts::from_wire`]; `None` to rely on the agent's own view). The wire is the
+    /// authority on how many server calls were made and which one was pending at the time limit.
     pub fn classify_input(
         &self,
         pinned_model: &str,
         reported_model: Option<&str>,
         attempt_faults: Vec<HarnessFault>,
         verifiers_passed: bool,
-        wire_server_calls: Option<u64>,
+        wire: Option<&WireFacts>,
     ) -> ClassifyInput {
         let mut harness_faults = attempt_faults;
         if let Some(reported) = reported_model
@@ -153,13 +154,16 @@ impl AgentSignals {
             builtin_uses: self.builtin_uses.clone(),
             time_limit: if self.timed_out {
                 TimeLimit::Hit {
-                    pending_server_call: self.pending_server_call.clone(),
+                    pending_server_call: match wire {
+                        Some(w) => w.pending_call.clone(),
+                        None => self.pending_server_call.clone(),
+                    },
                 }
             } else {
                 TimeLimit::NotHit
             },
             verifiers_passed,
-            server_calls: wire_server_calls.unwrap_or(self.server_calls),
+            server_calls: wire.map_or(self.server_calls, |w| w.server_calls),
         }
     }
 }
@@ -264,8 +268,8 @@ pub struct ParsedStream {
     pub agent_errors: Vec<String>,
     /// Lines that were not the JSON the format promises (line number and a snippet).
     pub unparseable: Vec<String>,
-    /// Server calls without a result yet: call id → tool name (ordered).
-    pub pending: BTreeMap<String, String>,
+    /// Server calls without a result yet, in the order they were made: (call id, tool name).
+    pub pending: Vec<(String, String)>,
     /// Other harness faults the stream itself reveals (a missing browser in a tool result, …).
     pub harness_faults: Vec<HarnessFault>,
 }
@@ -302,7 +306,7 @@ pub fn settle_cli(
             )));
     }
     if signals.timed_out {
-        signals.pending_server_call = parsed.pending.values().next_back().cloned();
+        signals.pending_server_call = parsed.pending.last().map(|(_, tool)| tool.clone());
     } else if !parsed.completed && signals.rate_limits.is_empty() && signals.agent_errors.is_empty()
     {
         let last = stderr.trim().lines().last().unwrap_or("").trim();
