@@ -20,7 +20,7 @@ pub enum LoadError {
     #[error("reading bundle {path}: {source}")]
     Bundle {
         path: PathBuf,
-        source: agentrank_schema::bundle::BundleError,
+        source: Box<agentrank_schema::bundle::BundleError>,
     },
     #[error("{path}: {source}")]
     Io {
@@ -181,10 +181,11 @@ fn agent_input(id: &str, v: &Value) -> AgentInput {
     }
 }
 
+/// Category → (capability, class) pairs.
+type CapabilityLists = BTreeMap<String, Vec<(String, String)>>;
+
 /// Tasks and capability lists from a catalog snapshot directory of TOML files.
-fn read_catalog(
-    dir: &Path,
-) -> Result<(Vec<TaskInput>, BTreeMap<String, Vec<(String, String)>>), LoadError> {
+fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadError> {
     let mut files = Vec::new();
     walk(dir, dir, &mut files)?;
     let mut tasks = Vec::new();
@@ -263,7 +264,7 @@ fn read_catalog(
 pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
     let b: LoadedBundle = read_bundle(dir).map_err(|source| LoadError::Bundle {
         path: dir.to_path_buf(),
-        source,
+        source: Box::new(source),
     })?;
     let d = &b.manifest.draft;
     let mut lock = BTreeMap::new();

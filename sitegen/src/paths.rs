@@ -17,7 +17,7 @@ pub fn segment(id: &str) -> String {
         }
     }
     if out.is_empty() {
-        out.push_str("~");
+        out.push('~');
     }
     out
 }
