@@ -1,7 +1,7 @@
 //! The fixture's JavaScript and timing pages rendered by a real headless Chromium running *inside* an
 //! attempt's `netns` sandbox: content fetched by script from a separate endpoint, an element that
-//! appears after 4 seconds, a browser-submitted form and the login flow's protected page, checked against the served values and
-//! the recorded request log.
+//! appears after 4 seconds, a browser-submitted form and the login flow's protected page, checked
+//! against the served values and the recorded request and form logs.
 
 use std::collections::BTreeMap;
 use std::io::Read;
