@@ -93,6 +93,9 @@ fn method_record(cfg: &Config) -> Method {
 
 type CellKey = (String, String); // (agent, server)
 
+/// Per tool (`None` = the whole server): latencies and the attempts they came from.
+type LatencyByTool<'a> = BTreeMap<Option<&'a str>, (Vec<f64>, BTreeSet<&'a str>)>;
+
 /// The scored attempts of one category, indexed.
 struct CategoryData<'a> {
     /// (agent, server) → task → attempts.
@@ -1004,8 +1007,7 @@ fn analyze_category(
 
     // Latency per server and per tool.
     let mut latency_rows = Vec::new();
-    let mut by_server: BTreeMap<&str, BTreeMap<Option<&str>, (Vec<f64>, BTreeSet<&str>)>> =
-        BTreeMap::new();
+    let mut by_server: BTreeMap<&str, LatencyByTool<'_>> = BTreeMap::new();
     for a in attempts.iter().filter(|a| a.role == Role::Scored) {
         if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
             for c in calls {

@@ -289,6 +289,8 @@ fn spearman_scratch(
     pearson(rx, ry)
 }
 
+// One resample reads the whole design plus its per-run tables; bundling them would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn one_resample(
     design: &Design,
     plans: &[PairPlan],

@@ -21,10 +21,12 @@ fn scored<'a>(input: &'a Input, category: &str) -> Vec<&'a Attempt> {
 }
 
 /// (agent, server) → task → (passes, countable).
+type TaskCounts = BTreeMap<(String, String), BTreeMap<String, (usize, usize)>>;
+
 fn task_counts(
     attempts: &[&Attempt],
 ) -> BTreeMap<(String, String), BTreeMap<String, (usize, usize)>> {
-    let mut m: BTreeMap<(String, String), BTreeMap<String, (usize, usize)>> = BTreeMap::new();
+    let mut m: TaskCounts = BTreeMap::new();
     for a in attempts {
         if let Some(p) = a.outcome.headline_pass() {
             let e = m
@@ -41,9 +43,7 @@ fn task_counts(
     m
 }
 
-fn completions(
-    counts: &BTreeMap<(String, String), BTreeMap<String, (usize, usize)>>,
-) -> BTreeMap<(String, String), f64> {
+fn completions(counts: &TaskCounts) -> BTreeMap<(String, String), f64> {
     counts
         .iter()
         .filter(|(_, t)| !t.is_empty())

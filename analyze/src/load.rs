@@ -207,6 +207,7 @@ pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role,
 }
 
 /// Convert a plain attempts table into an [`Input`].
+#[allow(clippy::needless_range_loop)] // rows are read across several parallel columns
 pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
     let category = t.required(&["category"])?;
     let server = t.required(&["server", "server_id"])?;
@@ -322,6 +323,7 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
 
 /// Read a capability map table (`category, server, capability`, one advertised capability per row) into
 /// the input's advertised map.
+#[allow(clippy::needless_range_loop)] // rows are read across several parallel columns
 pub fn capability_map(
     t: &StringTable,
 ) -> Result<BTreeMap<(String, String), BTreeSet<String>>, LoadError> {

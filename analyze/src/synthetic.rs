@@ -74,6 +74,7 @@ fn logistic(x: f64) -> f64 {
 }
 
 /// Generate a synthetic sweep.
+#[allow(clippy::needless_range_loop)] // indices name servers, agents and tasks as well as index arrays
 pub fn generate(spec: &Spec) -> Input {
     let mut attempts = Vec::new();
     let mut tool_calls = Vec::new();

@@ -210,7 +210,7 @@ fn same_seed_same_result_whatever_the_thread_count() {
     assert_eq!(one, run(3));
     assert_eq!(one, run(1));
     let other = analyze(
-        &[input.clone()],
+        std::slice::from_ref(&input),
         &Config {
             seed: 100,
             ..cfg(700)
