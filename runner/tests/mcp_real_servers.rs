@@ -298,3 +298,57 @@ fn a_server_reached_by_url_is_driven_and_taped_like_stdio() {
         ]
     );
 }
+
+#[test]
+fn protocol_probes_on_real_servers() {
+    use agentrank_runner::mcp::{ProbeOutcome, probe_records, run_probes};
+    let roster = support::roster();
+    let dbs = databases();
+    let rt = support::runtime();
+    let outcome = |r: &agentrank_runner::mcp::ProbeReport, p: &str| {
+        r.probes.iter().find(|o| o.probe == p).unwrap().outcome
+    };
+    for id in ["mcp-server-fetch", "server-postgres", "mcp-server-mysql"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let launch = launch_for(&roster, id, tmp.path(), Some(&dbs));
+        let report = rt.block_on(run_probes(&launch, &options(), Some(tmp.path())));
+        let server = roster.server(id).unwrap();
+        assert!(
+            report.startup_error.is_none(),
+            "{id}: {:?}",
+            report.startup_error
+        );
+        assert_eq!(
+            report.negotiated_version.as_deref(),
+            Some(server.observed.protocol_version.as_str()),
+            "{id}"
+        );
+        assert_eq!(report.tool_names, server.observed.tools, "{id}");
+        // Every real server here answers the impossible revision with one of its own.
+        assert_eq!(
+            outcome(&report, "impossible-version"),
+            ProbeOutcome::Pass,
+            "{id}"
+        );
+        assert_eq!(outcome(&report, "pagination"), ProbeOutcome::Pass, "{id}");
+        assert_eq!(
+            outcome(&report, "stdout-json-only"),
+            ProbeOutcome::Pass,
+            "{id}"
+        );
+        let retired = server.observed.protocol_version == "2024-11-05";
+        assert_eq!(
+            outcome(&report, "deprecated-revision"),
+            if retired {
+                ProbeOutcome::Fail
+            } else {
+                ProbeOutcome::Pass
+            },
+            "{id}"
+        );
+        assert!(tmp.path().join("probe-main.mcp.jsonl.zst").exists());
+        assert!(tmp.path().join("probe-version.mcp.jsonl.zst").exists());
+        let rows = probe_records(&report, id, server.category.as_str());
+        assert!(rows.len() >= 9, "{id}: {} rows", rows.len());
+    }
+}
