@@ -367,6 +367,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                     let extended = ti + 1 == spec.tasks_per_category && spec.tasks_per_category > 2;
                     let private = ti == 1;
                     let mut passes = 0.0;
+                    let mut counted = 0.0;
                     let mut ids = Vec::new();
                     for k in 0..spec.attempts_per_task {
                         let model = format!("{agent}-model-2026");
@@ -394,6 +395,9 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                         };
                         if outcome == OutcomeClass::Pass {
                             passes += 1.0;
+                        }
+                        if outcome.headline_pass().is_some() {
+                            counted += 1.0;
                         }
                         ids.push(attempt_id.clone());
                         let code = format!("AR-{:010X}", rng.next() & 0xFF_FFFF_FFFF);
@@ -579,7 +583,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                         cell_rates
                             .entry((c.to_string(), agent.to_string(), sid.clone()))
                             .or_default()
-                            .push((tid, passes / spec.attempts_per_task as f64, ids));
+                            .push((tid, if counted > 0.0 { passes / counted } else { 0.0 }, ids));
                     }
                 }
             }
