@@ -72,7 +72,14 @@ pub struct Index<'a> {
     pub agents: BTreeMap<&'a str, &'a AgentInput>,
     pub categories: Vec<&'a str>,
     pub control_attempts: BTreeSet<&'a str>,
-    pub files: BTreeSet<&'a str>,
+    pub files: BTreeMap<&'a str, &'a crate::input::BundleFile>,
+    pub verifier_by_attempt:
+        BTreeMap<&'a str, Vec<&'a agentrank_schema::records::VerifierResultRecord>>,
+    pub calls_by_attempt: BTreeMap<&'a str, Vec<&'a agentrank_schema::records::ToolCallRecord>>,
+    pub health_by_attempt:
+        BTreeMap<&'a str, Vec<&'a agentrank_schema::records::FixtureHealthRecord>>,
+    pub instances_by_task:
+        BTreeMap<&'a str, Vec<&'a agentrank_schema::records::TaskInstanceRecord>>,
 }
 
 impl<'a> Index<'a> {
@@ -122,7 +129,11 @@ impl<'a> Index<'a> {
             agents: b.agents.iter().map(|a| (a.id.as_str(), a)).collect(),
             categories: categories.into_iter().collect(),
             control_attempts,
-            files: b.files.iter().map(|f| f.path.as_str()).collect(),
+            files: b.files.iter().map(|f| (f.path.as_str(), f)).collect(),
+            verifier_by_attempt: group(&b.verifier_results, |r| r.attempt_id.as_str()),
+            calls_by_attempt: group(&b.tool_calls, |r| r.attempt_id.as_str()),
+            health_by_attempt: group(&b.fixture_health, |r| r.attempt_id.as_str()),
+            instances_by_task: group(&b.task_instances, |r| r.task_id.as_str()),
         }
     }
 
@@ -176,6 +187,15 @@ impl<'a> Index<'a> {
             .map(|s| visible(&s.display_name))
             .unwrap_or_else(|| visible(id))
     }
+}
+
+/// Group rows by a key, keeping their order.
+fn group<'a, T, F: Fn(&'a T) -> &'a str>(rows: &'a [T], key: F) -> BTreeMap<&'a str, Vec<&'a T>> {
+    let mut m: BTreeMap<&str, Vec<&T>> = BTreeMap::new();
+    for r in rows {
+        m.entry(key(r)).or_default().push(r);
+    }
+    m
 }
 
 fn link(from: &str, to: &str, text: impl Into<String>) -> Link {
@@ -1288,10 +1308,10 @@ pub fn task(ix: &Index<'_>, t: &TaskInput) -> PageModel {
         }
     }
     let instances = ix
-        .bundle()
-        .task_instances
-        .iter()
-        .filter(|i| i.task_id == t.id)
+        .instances_by_task
+        .get(t.id.as_str())
+        .into_iter()
+        .flatten()
         .map(|i| InstanceRow {
             attempt: if ix.attempts.contains_key(i.attempt_id.as_str()) {
                 link(
@@ -1367,7 +1387,7 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
         (Plane::Wire, &a.tape_mcp_path),
         (Plane::Agent, &a.tape_agent_path),
     ] {
-        let file = ix.bundle().files.iter().find(|f| &f.path == rel);
+        let file = ix.files.get(rel.as_str()).copied();
         let (text, note) = match file.map(|f| tapes::decompress(&f.bytes)) {
             Some(Ok(t)) => (t, None),
             Some(Err(e)) => (
@@ -1429,10 +1449,10 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
 pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -> PageModel {
     let path = paths::attempt(&a.attempt_id);
     let mut verifier: Vec<VerifierNode> = ix
-        .bundle()
-        .verifier_results
-        .iter()
-        .filter(|v| v.attempt_id == a.attempt_id)
+        .verifier_by_attempt
+        .get(a.attempt_id.as_str())
+        .into_iter()
+        .flatten()
         .map(|v| VerifierNode {
             path: visible(&v.predicate_path),
             depth: v.predicate_path.matches('.').count(),
@@ -1530,10 +1550,10 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         }
     }
     let tool_calls = ix
-        .bundle()
-        .tool_calls
-        .iter()
-        .filter(|t| t.attempt_id == a.attempt_id)
+        .calls_by_attempt
+        .get(a.attempt_id.as_str())
+        .into_iter()
+        .flatten()
         .map(|t| ToolCallRow {
             seq: t.seq.to_string(),
             tool: visible(&t.tool_name),
@@ -1547,10 +1567,10 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         })
         .collect();
     let health = ix
-        .bundle()
-        .fixture_health
-        .iter()
-        .filter(|h| h.attempt_id == a.attempt_id)
+        .health_by_attempt
+        .get(a.attempt_id.as_str())
+        .into_iter()
+        .flatten()
         .map(|h| Chip {
             label: visible(&h.component),
             value: format!(
@@ -1933,7 +1953,7 @@ pub fn downloads(
             }
         })
         .collect();
-    let sums = if ix.files.contains("SHA256SUMS") {
+    let sums = if ix.files.contains_key("SHA256SUMS") {
         link(
             &path,
             &paths::bundle_file(&m.bundle_id, "SHA256SUMS"),

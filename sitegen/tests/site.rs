@@ -427,8 +427,17 @@ fn downloads_list_every_bundle_file_with_its_sha256_and_snippets() {
 /// Run one snippet with Python and return (server id → Completion) from what it prints.
 fn run_snippet(dir: &Path, code: &str) -> BTreeMap<String, f64> {
     let python = std::env::var("AGENTRANK_PYTHON").unwrap_or_else(|_| "python3".into());
-    let o = std::process::Command::new(python).arg("-c").arg(code).current_dir(dir).output().expect("run python");
-    assert!(o.status.success(), "snippet failed: {}\n{code}", String::from_utf8_lossy(&o.stderr));
+    let o = std::process::Command::new(python)
+        .arg("-c")
+        .arg(code)
+        .current_dir(dir)
+        .output()
+        .expect("run python");
+    assert!(
+        o.status.success(),
+        "snippet failed: {}\n{code}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let text = String::from_utf8_lossy(&o.stdout);
     let mut out = BTreeMap::new();
     for line in text.lines() {
@@ -436,7 +445,10 @@ fn run_snippet(dir: &Path, code: &str) -> BTreeMap<String, f64> {
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
             .filter(|t| !t.is_empty())
             .collect();
-        if let (Some(id), Some(v)) = (tokens.iter().find(|t| t.contains("-srv")), tokens.iter().rev().find_map(|t| t.parse::<f64>().ok())) {
+        if let (Some(id), Some(v)) = (
+            tokens.iter().find(|t| t.contains("-srv")),
+            tokens.iter().rev().find_map(|t| t.parse::<f64>().ok()),
+        ) {
             out.insert(id.to_string(), v);
         }
     }
@@ -451,13 +463,26 @@ fn the_download_snippets_reproduce_a_boards_completion_with_duckdb_pandas_and_po
     let ix = agentrank_sitegen::pages::Index::new(&input);
     let sn = agentrank_sitegen::pages::snippets(&ix, "downloads.html", "web-fetch", "claude");
     assert!(!sn.expected.is_empty());
-    let duck = format!("import duckdb\nfor row in duckdb.sql({:?}).fetchall():\n    print(row[0], row[1])", sn.duckdb);
-    for (tool, code) in [("duckdb", duck.as_str()), ("pandas", sn.pandas.as_str()), ("polars", sn.polars.as_str())] {
+    let duck = format!(
+        "import duckdb\nfor row in duckdb.sql({:?}).fetchall():\n    print(row[0], row[1])",
+        sn.duckdb
+    );
+    for (tool, code) in [
+        ("duckdb", duck.as_str()),
+        ("pandas", sn.pandas.as_str()),
+        ("polars", sn.polars.as_str()),
+    ] {
         let got = run_snippet(&s.bundle_dir, code);
         for chip in &sn.expected {
             let want: f64 = chip.value.parse().expect("expected value");
-            let have = got.get(&chip.label).unwrap_or_else(|| panic!("{tool}: no value for {} in {got:?}", chip.label));
-            assert!((have - want).abs() < 1e-3, "{tool}: {} gives {have}, the board says {want}", chip.label);
+            let have = got
+                .get(&chip.label)
+                .unwrap_or_else(|| panic!("{tool}: no value for {} in {got:?}", chip.label));
+            assert!(
+                (have - want).abs() < 1e-3,
+                "{tool}: {} gives {have}, the board says {want}",
+                chip.label
+            );
         }
     }
 }
@@ -476,7 +501,10 @@ fn the_published_words_include_the_exact_system_prompt_and_every_content_page() 
         "ANSWER: FAILED - &lt;one-line reason&gt;   (you could not complete the task: missing capability, error, not found, or refusal)",
         "Never write DONE for a task you did not complete, and never guess a value you did not observe.",
     ] {
-        assert!(m.contains(line), "methodology lacks the prompt line {line:?}");
+        assert!(
+            m.contains(line),
+            "methodology lacks the prompt line {line:?}"
+        );
     }
     assert!(m.contains("<h2 id=\"8-statistics-pre-registered\">"));
     assert!(page(&site, "tasks.html").contains("db-large-result"));
