@@ -262,3 +262,44 @@ fn codex_errors_retried_or_final() {
         vec!["line 1: Reading prompt from stdin...".to_string()]
     );
 }
+
+#[test]
+fn an_agent_tape_round_trips_through_the_schema_writer() {
+    use agentrank_runner::agents::{AgentRun, Spend};
+    use agentrank_schema::tape::{TapeLine, decode_tape, encode_tape};
+    let p = claude::parse_stream(&stream("claude_pass.jsonl"), "agentrank");
+    let (signals, spend) = settle_cli(&p, &RunEnd::Finished { exit_code: 0 }, "", "claude");
+    let run = AgentRun {
+        turns: p.turns.clone(),
+        final_message: p.final_message.clone(),
+        spend: Spend { ..spend },
+        reported_model: p.reported_model.clone(),
+        signals,
+        end: RunEnd::Finished { exit_code: 0 },
+        elapsed: std::time::Duration::from_millis(7_500),
+        stderr_tail: String::new(),
+        invocation: None,
+    };
+    let lines = run.tape_lines(
+        "att-1",
+        1_764_480_000_000_000,
+        "claude",
+        "claude-sonnet-4-5-20250929",
+    );
+    assert_eq!(lines.len(), p.turns.len() + 2);
+    let bytes = encode_tape(&lines);
+    let back =
+        decode_tape(&bytes[..], std::path::Path::new("att-1.agent.jsonl.zst")).expect("decodes");
+    assert_eq!(back, lines);
+    match (&back[0], back.last()) {
+        (TapeLine::Meta(m), Some(TapeLine::End(e))) => {
+            assert_eq!(
+                m.info["reported_model"],
+                serde_json::json!("claude-sonnet-4-5-20250929")
+            );
+            assert_eq!(m.info["spend"]["cost_usd"], serde_json::json!(0.0191));
+            assert_eq!((e.t, e.reason.as_str()), (7_500_000, "exit:0"));
+        }
+        other => panic!("{other:?}"),
+    }
+}

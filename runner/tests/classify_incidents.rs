@@ -254,6 +254,13 @@ fn every_pilot_incident_gets_its_class() {
             "claude-haiku-4-5-20251001",
         ),
         case(
+            "claude_model_fallback.jsonl",
+            Agent::Claude,
+            finished(),
+            OutcomeClass::HarnessError,
+            "the agent reported \"claude-opus-4-1-20250805\"",
+        ),
+        case(
             "claude_crash.jsonl",
             Agent::Claude,
             RunEnd::Signalled(11),

@@ -11,7 +11,8 @@
 //! Events read: `system`/`init` (model id and tool list), `assistant` (text, `thinking` and `tool_use`
 //! blocks, per-message usage), `user` (`tool_result` blocks), `rate_limit_event`, and `result` (final
 //! text, usage, `total_cost_usd`, error subtypes). Tool names are `mcp__<server>__<tool>`; any other tool
-//! use is a built-in use.
+//! use is a built-in use. The model id is the `init` event's; a reply from another model (a fallback)
+//! is reported as a model-id mismatch.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -165,6 +166,7 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
     // Usage per assistant message id (one message arrives as several events repeating its usage).
     let mut message_usage: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut last_text: Option<String> = None;
+    let mut switched = false;
     for (n, (t, line)) in lines.iter().enumerate() {
         let t = *t;
         if line.trim().is_empty() {
@@ -207,6 +209,21 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
             }
             "assistant" => {
                 let message = event.get("message").cloned().unwrap_or(Value::Null);
+                // Every real reply must come from the model the CLI started with (error messages the
+                // CLI makes up itself say `<synthetic>`).
+                if let (Some(init), Some(model)) = (
+                    p.reported_model.as_deref(),
+                    message.get("model").and_then(Value::as_str),
+                ) && model != init
+                    && model != "<synthetic>"
+                    && !switched
+                {
+                    switched = true;
+                    p.harness_faults.push(HarnessFault::ModelMismatch {
+                        pinned: init.to_string(),
+                        reported: model.to_string(),
+                    });
+                }
                 if let (Some(id), Some(usage)) = (
                     message.get("id").and_then(Value::as_str),
                     message.get("usage"),

@@ -18,10 +18,11 @@ pub mod openai;
 pub mod process;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentrank_schema::tape::TurnLine;
+use agentrank_schema::tape::{EndLine, MetaLine, Plane, TAPE_VERSION, TapeLine, TurnLine};
+use serde_json::{Value, json};
 
 use crate::classify::{ClassifyInput, HarnessFault, TimeLimit, WireFacts, rate_limit_signal};
 use crate::roster::ResolvedLaunch;
@@ -217,6 +218,64 @@ pub struct AgentRun {
     pub stderr_tail: String,
     /// The exact command line and environment used (for the manifest); empty for the loop.
     pub invocation: Option<Invocation>,
+}
+
+impl AgentRun {
+    /// The agent-plane tape of this run: a `meta` line (agent, pinned and reported model, program
+    /// name, spend, how the run ended), every turn line, and an `end` line. `started_at` is the
+    /// wall-clock start in microseconds since the Unix epoch (the turns' `t` count from there).
+    pub fn tape_lines(
+        &self,
+        attempt_id: &str,
+        started_at: i64,
+        agent_id: &str,
+        pinned_model: &str,
+    ) -> Vec<TapeLine> {
+        let mut info = serde_json::Map::new();
+        info.insert("agent".into(), agent_id.into());
+        info.insert("pinned_model".into(), pinned_model.into());
+        info.insert(
+            "reported_model".into(),
+            self.reported_model
+                .clone()
+                .map_or(Value::Null, Value::String),
+        );
+        if let Some(inv) = &self.invocation {
+            // The program's file name only: host paths stay out of published tapes.
+            let name = Path::new(&inv.program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            info.insert("program".into(), name.into());
+        }
+        info.insert(
+            "spend".into(),
+            json!({
+                "tokens_in": self.spend.tokens_in,
+                "tokens_out": self.spend.tokens_out,
+                "cost_usd": self.spend.cost_usd,
+                "floor": self.spend.floor,
+                "notes": self.spend.notes,
+            }),
+        );
+        info.insert("end".into(), self.end.reason().into());
+        let mut lines = Vec::with_capacity(self.turns.len() + 2);
+        lines.push(TapeLine::Meta(MetaLine {
+            v: TAPE_VERSION,
+            plane: Plane::Agent,
+            attempt_id: attempt_id.to_string(),
+            started_at,
+            info,
+        }));
+        lines.extend(self.turns.iter().cloned().map(TapeLine::Turn));
+        let last_t = self.turns.last().map_or(0, |t| t.t);
+        let elapsed = i64::try_from(self.elapsed.as_micros()).unwrap_or(i64::MAX);
+        lines.push(TapeLine::End(EndLine {
+            t: elapsed.max(last_t),
+            reason: self.end.reason(),
+        }));
+        lines
+    }
 }
 
 /// A command line, its environment and working directory.
