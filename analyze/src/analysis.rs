@@ -585,8 +585,13 @@ fn analyze_category(
     let mut board: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut cell_refusal: BTreeMap<CellKey, GateResult> = BTreeMap::new();
     for key in data.cells.keys() {
+        // Order: sweep-level and category-level gates, then the smoke gate (a void sweep voids every
+        // number), then this cell's coverage, its agent's null baseline, the construct gate.
         let mut chain: Vec<&GateResult> = Vec::new();
         if let Some(g) = &category_refusal {
+            chain.push(g);
+        }
+        if let Some(g) = &smoke {
             chain.push(g);
         }
         if let Some(g) = coverage_gates.get(key) {
@@ -596,9 +601,6 @@ fn analyze_category(
             chain.push(g);
         }
         if let Some(g) = &construct {
-            chain.push(g);
-        }
-        if let Some(g) = &smoke {
             chain.push(g);
         }
         match chain.into_iter().find(|g| g.refused()) {

@@ -62,10 +62,11 @@ pub fn rule_complete(outcomes: &[bool], low_sample: bool) -> bool {
 
 /// Attempt slots of a cell and how many of them ended excluded after their re-runs (§6.2).
 pub fn excluded_slots(attempts: &[&Attempt]) -> (usize, usize) {
-    let mut last: BTreeMap<u32, (u32, OutcomeClass)> = BTreeMap::new();
+    // A slot is (task, attempt index); its re-runs share it.
+    let mut last: BTreeMap<(&str, u32), (u32, OutcomeClass)> = BTreeMap::new();
     for a in attempts {
         let e = last
-            .entry(a.attempt_index)
+            .entry((a.task.as_str(), a.attempt_index))
             .or_insert((a.rerun_index, a.outcome));
         if a.rerun_index >= e.0 {
             *e = (a.rerun_index, a.outcome);

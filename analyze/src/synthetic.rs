@@ -189,6 +189,13 @@ pub fn generate(spec: &Spec) -> Input {
                 }
             }
         }
+        // Enough registered trials on the reference server that an all-PASS run clears the Wilson bound
+        // (at least 36 = n with n / (n + 1.96²) ≥ 0.90).
+        let core = (0..spec.tasks)
+            .filter(|t| !(t + 2 >= spec.tasks && spec.tasks > 10))
+            .count()
+            .max(1);
+        let reference_reps = 36usize.div_ceil(core).max(3);
         if spec.controls {
             for t in 0..spec.tasks {
                 for a in 0..spec.agents {
@@ -220,7 +227,7 @@ pub fn generate(spec: &Spec) -> Input {
                 for s in 0..spec.servers {
                     // Three registered repetitions on the reference server (48 trials clear the
                     // Wilson bound at 48/48), two elsewhere for reachability.
-                    for i in 0..(if s == 0 { 3 } else { 2 }) {
+                    for i in 0..(if s == 0 { reference_reps } else { 2 }) {
                         push(
                             &mut attempts,
                             &mut tool_calls,
