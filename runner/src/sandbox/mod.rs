@@ -39,7 +39,7 @@ use crate::sidecar::Engine;
 pub const FIXTURE_ADDR: Ipv4Addr = Ipv4Addr::new(11, 45, 0, 80);
 /// The database forwarder's address inside an attempt's network (`db`): `11.45.0.54`.
 pub const DB_ADDR: Ipv4Addr = Ipv4Addr::new(11, 45, 0, 54);
-/// The fixed `PATH` every sandboxed server gets (the equivalent of a container image's default).
+/// The default `PATH` of a sandboxed server that declares none (the equivalent of a container image's).
 pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// The `HOME` every sandboxed server gets.
 pub const SANDBOX_HOME: &str = "/home/runner";
@@ -120,7 +120,7 @@ pub struct ServerCommand {
     pub program: String,
     pub args: Vec<String>,
     /// The variables the server's configuration declares; nothing else from the runner's environment
-    /// reaches it (besides `HOME`, `LANG` and the fixed `PATH`).
+    /// reaches it besides `HOME` and `LANG` (and the default `PATH` when none is declared).
     pub env: BTreeMap<String, String>,
     /// Host paths made visible read-only at the same path inside the sandbox (installed packages).
     pub read_only_paths: Vec<PathBuf>,

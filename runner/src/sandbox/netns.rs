@@ -13,7 +13,7 @@
 //! unprivileged uid, no capabilities, no supplementary groups) → `bwrap` (new user, pid, ipc, uts and
 //! cgroup namespaces; read-only `/usr` and `/etc`; generated `/etc/hosts`, `/etc/resolv.conf`,
 //! `/etc/passwd`; a fresh `HOME` at `/home/runner`; private `/tmp`; the file canary at
-//! `/work/outside`; only the declared environment plus `HOME`, `LANG` and a fixed `PATH`;
+//! `/work/outside`; only the declared environment plus `HOME`, `LANG` (and a default `PATH` if none is declared);
 //! `--die-with-parent`, so the sandbox dies with the runner thread that spawned it).
 
 use std::fs;
