@@ -352,3 +352,42 @@ fn protocol_probes_on_real_servers() {
         assert!(rows.len() >= 9, "{id}: {} rows", rows.len());
     }
 }
+
+#[test]
+fn no_browser_process_outlives_its_session() {
+    let roster = support::roster();
+    let rt = support::runtime();
+    let cases = [
+        ("playwright-mcp", "browser_navigate", "url"),
+        ("chrome-devtools-mcp", "navigate_page", "url"),
+        ("agent-browser", "agent_browser_open", "url"),
+    ];
+    for (id, tool, arg) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let launch = launch_for(&roster, id, tmp.path(), None);
+        let home = launch.env["HOME"].clone();
+        rt.block_on(async {
+            let session = McpSession::start(&launch, None, id, options())
+                .await
+                .unwrap();
+            let mut args = serde_json::Map::new();
+            args.insert(arg.into(), json!("data:text/html,<h1>AR-2B7C</h1>"));
+            if id == "chrome-devtools-mcp" {
+                // As its roster recipe calls it: the first page, by id.
+                args.insert("pageId".into(), json!(1));
+                args.insert("type".into(), json!("url"));
+            }
+            let out = session.call_tool(tool, args).await.unwrap();
+            assert!(!out.is_error, "{id}: {}", out.text);
+            let during = support::processes_with_env("HOME", &home);
+            assert!(during.len() >= 2, "{id}: a browser runs beside the server");
+            session.close().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let after = support::processes_with_env("HOME", &home);
+            assert!(
+                after.is_empty(),
+                "{id}: processes outlived the session: {after:?}"
+            );
+        });
+    }
+}

@@ -1,6 +1,9 @@
 //! A server process started from a resolved launch: its own process group (so the whole tree can be
 //! stopped), a clean environment (only what the launch declares), stderr drained into a bounded tail,
 //! and a stop that escalates from end-of-input to SIGTERM to SIGKILL. Dropping it kills the group.
+//! Daemons that leave the group (agent-browser's browser daemon starts its own session) are found by
+//! the server's private HOME and killed too; inside a sandbox the backend's whole-tree kill does the
+//! same by construction.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +25,9 @@ pub struct ServerProcess {
     pgid: Option<Pid>,
     stderr_tail: Arc<Mutex<Vec<u8>>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
+    /// The server's own HOME, when it is a dedicated directory: processes that left the process group
+    /// (detached daemons) still carry it and are found by it at stop.
+    private_home: Option<String>,
 }
 
 /// How a server process ended.
@@ -95,12 +101,19 @@ impl ServerProcess {
                 }
             })
         });
+        let own_home = std::env::var("HOME").unwrap_or_default();
+        let private_home = launch
+            .env
+            .get("HOME")
+            .filter(|h| h.len() > 1 && **h != own_home && h.starts_with('/'))
+            .cloned();
         Ok((
             ServerProcess {
                 child,
                 pgid,
                 stderr_tail,
                 stderr_task,
+                private_home,
             },
             stdin,
             stdout,
@@ -139,12 +152,49 @@ impl ServerProcess {
                 ExitKind::Killed
             }
         };
-        // Leftover children (a browser, a daemon that kept the group) die with the group.
+        // Leftover children (a browser, a daemon that kept the group) die with the group; daemons
+        // that started their own session are found by the server's private HOME.
         self.signal_group(Signal::SIGKILL);
+        self.kill_detached();
         if let Some(task) = self.stderr_task.take() {
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
         exit
+    }
+
+    /// Kills every process (other than this one) whose environment has the server's private HOME.
+    fn kill_detached(&self) {
+        let Some(home) = &self.private_home else {
+            return;
+        };
+        let needle = format!("HOME={home}");
+        let me = std::process::id();
+        for _ in 0..3 {
+            let mut found = false;
+            let Ok(entries) = std::fs::read_dir("/proc") else {
+                return;
+            };
+            for e in entries.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if u32::try_from(pid).is_ok_and(|p| p == me) {
+                    continue;
+                }
+                let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                    continue;
+                };
+                if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+                    // The process may have exited since it was listed.
+                    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                    found = true;
+                }
+            }
+            if !found {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     fn signal_group(&self, signal: Signal) {
@@ -167,5 +217,6 @@ fn status_kind(status: std::process::ExitStatus) -> ExitKind {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.signal_group(Signal::SIGKILL);
+        self.kill_detached();
     }
 }

@@ -134,3 +134,28 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// Live (non-zombie) processes whose environment has `key=value` (children inherit the server's
+/// fresh HOME, so this finds everything a server started, daemons included).
+pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{key}={value}");
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if environ
+                .split(|b| *b == 0)
+                .any(|var| var == needle.as_bytes())
+                && alive(pid)
+            {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
