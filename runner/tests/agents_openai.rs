@@ -16,7 +16,7 @@ use agentrank_runner::agents::{
     run_agent,
 };
 use agentrank_runner::classify::{ClassifyInput, classify};
-use agentrank_runner::roster::ResolvedLaunch;
+use agentrank_runner::roster::{ResolvedLaunch, resolve_launch};
 use agentrank_schema::outcome::OutcomeClass;
 use agentrank_schema::tape::{TapeLine, read_tape};
 use serde_json::{Value, json};
@@ -85,8 +85,13 @@ fn model_reply(path: &str, req: &Value, mode: &Mode, turn: usize) -> Value {
     };
     let (content, call): (String, Option<(String, Value)>) = if last["role"] == "tool" {
         let said = last["content"].as_str().unwrap_or("");
-        let head: String = said.chars().take(40).collect();
-        (format!("The tool returned it.\nANSWER: {head}"), None)
+        // The first code-looking word the tool returned, else its beginning.
+        let answer = said
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .find(|w| w.starts_with("AR-"))
+            .map(String::from)
+            .unwrap_or_else(|| said.chars().take(40).collect());
+        (format!("The tool returned it.\nANSWER: {answer}"), None)
     } else if let Some(tool) = tools.first() {
         let word = messages
             .iter()
@@ -101,7 +106,15 @@ fn model_reply(path: &str, req: &Value, mode: &Mode, turn: usize) -> Value {
             String::new(),
             Some((
                 tool["function"]["name"].as_str().unwrap_or("").to_string(),
-                json!({"text": word}),
+                // A `url` parameter gets the word (a URL); otherwise `text` does.
+                if tool
+                    .pointer("/function/parameters/properties/url")
+                    .is_some()
+                {
+                    json!({"url": word})
+                } else {
+                    json!({"text": word})
+                },
             )),
         )
     } else {
@@ -687,4 +700,79 @@ fn pure_pieces() {
         openai::judge_http(200, "{\"error\":\"model 'x' not found\"}"),
         openai::HttpVerdict::ApiError(_)
     ));
+}
+
+/// A real roster server (mcp-server-fetch, from the shared install cache) reading a real page from a
+/// local HTTP server, through the real tap.
+#[test]
+fn ollama_loop_with_a_real_fetch_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let roster = support::roster();
+    let server = roster.server("mcp-server-fetch").expect("in the roster");
+    let installed = support::install(&roster, "mcp-server-fetch");
+    let ctx = support::context(&installed, dir.path());
+    let launch = resolve_launch(server, &ctx, false).expect("resolves");
+    // The page: a tiny site on loopback (robots.txt answers 404, which allows everything).
+    let site = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+    let page_url = format!("http://{}/p/k2x9", site.server_addr().to_ip().expect("ip"));
+    let site_thread = {
+        let site = site.clone();
+        std::thread::spawn(move || {
+            while let Ok(rq) = site.recv() {
+                let (status, body) = if rq.url() == "/p/k2x9" {
+                    (
+                        200,
+                        format!(
+                            "<html><head><title>Inventory</title></head><body><h1>Inventory note</h1><p>The code is {CODE}.</p></body></html>"
+                        ),
+                    )
+                } else {
+                    (404, "not found".to_string())
+                };
+                let header =
+                    tiny_http::Header::from_bytes("Content-Type", "text/html; charset=utf-8")
+                        .expect("header");
+                let _ = rq.respond(
+                    tiny_http::Response::from_string(body)
+                        .with_status_code(status)
+                        .with_header(header),
+                );
+            }
+        })
+    };
+    let wire = dir.path().join("wire.mcp.jsonl.zst");
+    let mut args = vec![
+        "tap".to_string(),
+        "--out".to_string(),
+        wire.display().to_string(),
+        "--".to_string(),
+        launch.program.clone(),
+    ];
+    args.extend(launch.args.clone());
+    // The page lives on loopback, which this server refuses by default; its documented switch opens it
+    // here. (Sweeps never add it: there the fixture host has a public address, seed §3.1.)
+    args.push("--allow-private-ips".to_string());
+    let attach = McpAttach::new(ResolvedLaunch {
+        program: env!("CARGO_BIN_EXE_agentrank-run").to_string(),
+        args,
+        env: launch.env.clone(),
+        cwd: launch.cwd.clone(),
+    });
+    let ep = serve(Mode::Model);
+    let mut t = task(Some(attach), Duration::from_secs(120), dir.path());
+    t.task_prompt = format!("Report the code in the body of the page at {page_url}");
+    let run = run(&ollama(&ep.base, "gpt-oss:20b", Reasoning::Low), &t);
+    site.unblock();
+    let _ = site_thread.join();
+    assert!(answered_code(&run), "{:#?}", run.turns);
+    let reqs = ep.requests.lock().expect("lock").clone();
+    assert_eq!(reqs[0].2["tools"][0]["function"]["name"], json!("fetch"));
+    let call = run
+        .turns
+        .iter()
+        .find(|l| l.kind == "tool_call")
+        .expect("a call");
+    assert_eq!(call.data, Some(json!({"url": page_url})));
+    assert_eq!(wire_calls(&wire), 1);
+    assert_eq!(class_of(&run, "gpt-oss:20b", true).0, OutcomeClass::Pass);
 }
