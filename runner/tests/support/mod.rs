@@ -19,10 +19,11 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// The install cache the tests share (`AGENTRANK_CACHE_DIR`, else `<workspace>/.cache/agentrank`).
+/// The install cache the tests share: `$AGENTRANK_CACHE/agentrank` (what `cargo xtask test` sets, and
+/// where sweeps look), else `<workspace>/.cache/agentrank`.
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("AGENTRANK_CACHE_DIR")
-        .map(PathBuf::from)
+    std::env::var_os("AGENTRANK_CACHE")
+        .map(|c| PathBuf::from(c).join("agentrank"))
         .unwrap_or_else(|| workspace().join(".cache/agentrank"))
 }
 
