@@ -1,0 +1,72 @@
+//! `agentrank-run tap` as a client such as Claude Code or Codex runs it: a server command behind the
+//! tap, JSON-RPC lines on its stdin and stdout, the wire tape on disk, and the server's exit code.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use agentrank_schema::tape::{Dir, TapeLine, read_tape};
+
+#[test]
+fn the_tap_command_forwards_a_session_and_writes_its_tape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tape = tmp.path().join("cli.mcp.jsonl.zst");
+    let server = support::misbehaving("well-behaved");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .arg("tap")
+        .arg("--out")
+        .arg(&tape)
+        .args(["--attempt-id", "cli-1", "--"])
+        .arg(&server.program)
+        .args(&server.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cli","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"AR-9T4"}}}"#,
+    ];
+    let mut answers = Vec::new();
+    for request in requests {
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        if request.contains("\"id\"") {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            answers.push(line.trim_end().to_string());
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let call: serde_json::Value = serde_json::from_str(&answers[2]).unwrap();
+    assert_eq!(call["result"]["content"][0]["text"], "AR-9T4");
+
+    let lines = read_tape(&tape).unwrap();
+    assert!(matches!(&lines[0], TapeLine::Meta(m) if m.attempt_id == "cli-1"));
+    assert!(matches!(lines.last(), Some(TapeLine::End(e)) if e.reason == "exit:0"));
+    let recorded_in: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| match l {
+            TapeLine::Message(m) if m.dir == Dir::In => Some(m.raw.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded_in, requests);
+    let recorded_out: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| match l {
+            TapeLine::Message(m) if m.dir == Dir::Out => Some(m.raw.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded_out, answers);
+}
