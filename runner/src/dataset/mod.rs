@@ -7,7 +7,7 @@
 //!
 //! | logical | rows | notes |
 //! |---|---|---|
-//! | `customers` | 60–90 | some without email (NULL), some with non-ASCII names, city, lifetime value |
+//! | `customers` | 60–90 | 6–24 without email (NULL), 5 with non-ASCII names, city (18–40 cities), lifetime value |
 //! | `invoices` | 300–600 | status, region, amount; plus one seeded extra column (`<word>_ref`) |
 //! | `orders` | 400–600 | customer, region, date placed, status |
 //! | `line_items` | 1–4 per order | product, quantity, unit price |
@@ -240,7 +240,7 @@ impl Dataset {
             "draft".into(),
         ];
         facts.order_statuses = vec!["pending".into(), "processing".into(), "delivered".into()];
-        let n_cities = r.range(8, 14) as usize;
+        let n_cities = r.range(18, 40) as usize;
         let cities = r.distinct(n_cities, |r| r.proper());
         let carriers = r.distinct(4, |r| r.proper());
         let products = r.distinct(25, |r| r.word(2));
@@ -253,7 +253,7 @@ impl Dataset {
         for &i in &non_ascii_at {
             customer_names[i] = format!("{} {}", r.proper_non_ascii(), r.proper_non_ascii());
         }
-        let n_no_email = r.range(6, 14) as usize;
+        let n_no_email = r.range(6, 24) as usize;
         let candidates: Vec<usize> = (0..n_customers)
             .filter(|i| !non_ascii_at.contains(i))
             .collect();
