@@ -397,7 +397,12 @@ fn axe_finds_no_wcag_22_aa_violation_in_light_and_dark_and_screenshots_are_writt
                     "{name}-{width}-{}.png",
                     if dark { "dark" } else { "light" }
                 )));
-                let overflow = cdp.eval("document.documentElement.scrollWidth - window.innerWidth");
+                let overflow = json!(
+                    cdp.eval("document.documentElement.scrollWidth")
+                        .as_i64()
+                        .unwrap_or(0)
+                        - i64::from(width)
+                );
                 assert!(
                     overflow.as_i64().unwrap_or(0) <= 1,
                     "{name} overflows horizontally at {width}px by {overflow}"
@@ -530,7 +535,12 @@ fn a_hostile_bundle_renders_with_nothing_executed() {
             );
             assert_eq!(cdp.eval("[...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length").as_i64(), Some(0), "{rel}: an event-handler attribute exists");
             assert_eq!(cdp.eval("[...document.querySelectorAll('a[href]')].filter(a => a.protocol === 'javascript:').length").as_i64(), Some(0), "{rel}: a javascript: link exists");
-            let overflow = cdp.eval("document.documentElement.scrollWidth - window.innerWidth");
+            let overflow = json!(
+                cdp.eval("document.documentElement.scrollWidth")
+                    .as_i64()
+                    .unwrap_or(0)
+                    - i64::from(width)
+            );
             assert!(
                 overflow.as_i64().unwrap_or(0) <= 1,
                 "{rel} overflows at {width}px by {overflow}"
