@@ -124,3 +124,25 @@ where
         ExitKind::Terminated | ExitKind::Killed => 1,
     })
 }
+
+/// What the runner's client does as the client command of the official MCP conformance suite's
+/// client scenarios: connect to `url` (Streamable HTTP), initialize, list tools, and for `tools_call`
+/// call the scenario's `add_numbers` tool; then close.
+pub async fn conformance_client(url: &str, scenario: &str) -> Result<(), McpError> {
+    let session =
+        McpSession::start_http(url, None, "conformance", ClientOptions::default()).await?;
+    let listing = session.list_tools().await?;
+    if scenario == "tools_call" {
+        let mut args = serde_json::Map::new();
+        args.insert("a".into(), 5.into());
+        args.insert("b".into(), 3.into());
+        let name = listing
+            .names()
+            .into_iter()
+            .find(|n| n == "add_numbers")
+            .unwrap_or_else(|| "add_numbers".to_string());
+        session.call_tool(&name, args).await?;
+    }
+    session.close().await?;
+    Ok(())
+}
