@@ -47,7 +47,7 @@ fn suite_entry(node_bin: &std::path::Path) -> PathBuf {
 fn conformance_client_scenarios() {
     if let Ok(scenario) = std::env::var("MCP_CONFORMANCE_SCENARIO") {
         // The client role: the suite appended the server URL to our arguments.
-        let url = std::env::args().last().unwrap();
+        let url = std::env::args().next_back().unwrap();
         assert!(url.starts_with("http://"), "{url}");
         let rt = support::runtime();
         rt.block_on(agentrank_runner::mcp::conformance_client(&url, &scenario))
