@@ -36,7 +36,8 @@
 //! - `answer.exact` compares case-insensitively (Unicode lowercase) unless `case_sensitive = true`; inner
 //!   whitespace runs count as one space;
 //! - `answer.set` splits on commas, semicolons and newlines, cleans each item as above, drops empty items,
-//!   and compares the sets (order and duplicates ignored) with the same case rule;
+//!   and compares the sets (order and duplicates ignored) with the same case rule; an item qualified with
+//!   dots (`public.inv_k3x9`) also matches by its last part when no expected item contains a dot;
 //! - `answer.numeric` accepts an optional sign, thousands separators (`,`, `_`, thin or plain spaces between
 //!   digit groups), a decimal point and a trailing `.0…`; a unit or currency symbol next to the number
 //!   (`$1,204.50`, `1204.5 EUR`) is ignored when the answer holds exactly one number.

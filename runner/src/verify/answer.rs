@@ -157,11 +157,22 @@ pub fn set_items(answer: &str) -> Vec<String> {
         .collect()
 }
 
-/// `answer.set`: the answer's items and the expected items are the same set.
+/// `answer.set`: the answer's items and the expected items are the same set. An answer item qualified
+/// with dots (`public.inv_k3x9`, `main.inv_k3x9`) also matches by its last dotted part when no expected
+/// item contains a dot.
 pub fn set_matches(answer: &str, expected: &[String], case_sensitive: bool) -> bool {
+    let dotted = expected.iter().any(|e| e.contains('.'));
     let a: std::collections::BTreeSet<String> = set_items(answer)
         .into_iter()
-        .map(|s| fold(s.trim_end_matches('.'), case_sensitive))
+        .map(|s| {
+            let s = s.trim_end_matches('.');
+            let s = if dotted {
+                s
+            } else {
+                s.rsplit('.').next().unwrap_or(s)
+            };
+            fold(&clean(s), case_sensitive)
+        })
         .collect();
     let e: std::collections::BTreeSet<String> = expected
         .iter()
@@ -301,5 +312,11 @@ mod tests {
         assert!(set_matches("1. inv_a\n2. cus_b", &e, false));
         assert!(!set_matches("inv_a", &e, false));
         assert!(!set_matches("inv_a, cus_b, x", &e, false));
+        assert!(set_matches("public.inv_a, public.cus_b", &e, false));
+        assert!(!set_matches(
+            "public.inv_a",
+            &["public.inv_a".to_owned(), "b".to_owned()],
+            false
+        ));
     }
 }
