@@ -50,6 +50,9 @@ struct Paths {
     /// Install cache directory.
     #[arg(long, default_value = ".cache/agentrank")]
     cache: PathBuf,
+    /// Attempts run at the same time (sweep, run-shard).
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -180,6 +183,7 @@ fn options(
         roster_dir: paths.roster.clone(),
         cache_dir: absolute(&paths.cache),
         chromium: chromium.to_string(),
+        jobs: paths.jobs,
     }
 }
 

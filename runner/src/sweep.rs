@@ -31,6 +31,8 @@ pub struct SweepOptions {
     /// The install cache (`.cache/agentrank`).
     pub cache_dir: PathBuf,
     pub chromium: String,
+    /// Attempts run at the same time (cells are independent; each attempt has its own world).
+    pub jobs: usize,
 }
 
 /// A sweep that could not run, naming the file, field or command at fault.
@@ -291,7 +293,7 @@ fn run_cell(
     rt: &tokio::runtime::Runtime,
     sweep: &SweepConfig,
     slots: &[&PlannedAttempt],
-    progress: &mut ProgressLine,
+    progress: &std::sync::Mutex<ProgressLine>,
     resumed: &mut usize,
 ) -> Result<Vec<OutcomeClass>, SweepError> {
     let mut outcomes = Vec::new();
@@ -320,7 +322,10 @@ fn run_cell(
                     .attempts
                     .first()
                     .map_or(OutcomeClass::HarnessError, |a| a.outcome);
-                progress.report(&current, o.as_str(), 0.0, true);
+                progress
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .report(&current, o.as_str(), 0.0, true);
                 o
             } else {
                 let unit = run_attempt(env, rt, &current, rerun, rerun_of.clone())?;
@@ -329,7 +334,10 @@ fn run_cell(
                     .first()
                     .map_or(OutcomeClass::HarnessError, |a| a.outcome);
                 env.staging.stage(&unit)?;
-                progress.report(&current, o.as_str(), t.elapsed().as_secs_f64(), false);
+                progress
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .report(&current, o.as_str(), t.elapsed().as_secs_f64(), false);
                 o
             };
             outcomes.push(outcome);
@@ -442,27 +450,74 @@ pub fn execute(
         .into_iter()
         .filter(|(_, slots)| slots.first().is_some_and(|s| select(s)))
         .collect();
-    let mut progress = ProgressLine {
+    let progress = std::sync::Mutex::new(ProgressLine {
         tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         total: cells.len(),
         done: 0,
         attempts: 0,
         started: Instant::now(),
-    };
-    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-    let mut resumed = 0usize;
-    let result = (|| -> Result<(), SweepError> {
-        for (_, slots) in &cells {
-            for o in run_cell(&env, &rt, sweep, slots, &mut progress, &mut resumed)? {
-                *outcomes.entry(o.as_str().to_string()).or_default() += 1;
-            }
-            progress.done += 1;
+    });
+    let outcomes: std::sync::Mutex<BTreeMap<String, usize>> = Default::default();
+    let resumed = std::sync::atomic::AtomicUsize::new(0);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<SweepError>> = Default::default();
+    // Cells are independent: `jobs` workers take them in plan order. Each worker thread lives for the
+    // whole run, so the servers it starts (which die with the thread that started them) outlive their
+    // attempts.
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some((_, slots)) = cells.get(i) else {
+                        break;
+                    };
+                    if failed.lock().map(|f| f.is_some()).unwrap_or(true) {
+                        break;
+                    }
+                    let mut local_resumed = 0;
+                    match run_cell(&env, &rt, sweep, slots, &progress, &mut local_resumed) {
+                        Ok(got) => {
+                            resumed.fetch_add(local_resumed, std::sync::atomic::Ordering::SeqCst);
+                            let mut o = outcomes
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            for x in got {
+                                *o.entry(x.as_str().to_string()).or_default() += 1;
+                            }
+                            drop(o);
+                            let mut p = progress
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            p.done += 1;
+                        }
+                        Err(e) => {
+                            let mut f = failed
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            f.get_or_insert(e);
+                            break;
+                        }
+                    }
+                }
+            });
         }
-        Ok(())
-    })();
-    progress.finish();
+    });
+    progress
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .finish();
     databases.stop_all();
-    result?;
+    if let Some(e) = failed
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        return Err(e);
+    }
+    let outcomes = outcomes
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let resumed = resumed.into_inner();
     Ok((outcomes, resumed))
 }
 
@@ -498,11 +553,11 @@ pub fn smoke_gate(
                 };
                 if staging.is_staged(&s.attempt_id) {
                     let unit = staging.read_unit(&s.attempt_id)?;
-                    if let Some(a) = unit.attempts.first() {
-                        if outcome != Some(OutcomeClass::Pass) {
-                            outcome = Some(a.outcome);
-                            attempt_id = a.attempt_id.clone();
-                        }
+                    if let Some(a) = unit.attempts.first()
+                        && outcome != Some(OutcomeClass::Pass)
+                    {
+                        outcome = Some(a.outcome);
+                        attempt_id = a.attempt_id.clone();
                     }
                 }
             }

@@ -178,6 +178,8 @@ fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupErro
 
 /// A per-attempt database, ready.
 struct AttemptDb {
+    /// Every table right after seeding, when the verifier diffs state (`db.unchangedExcept`).
+    before: Option<BTreeMap<String, agentrank_schema::predicate::TableSnapshot>>,
     target: Target,
     link: Option<DatabaseLink>,
     access: Option<crate::sidecar::DatabaseAccess>,
@@ -225,6 +227,7 @@ fn prepare_database(
         .execute_script(&script)
         .map_err(|e| format!("loading the seeded dataset: {e}"))?;
     Ok(AttemptDb {
+        before: None,
         target,
         link: Some(DatabaseLink { engine, upstream }),
         access: Some(access),
@@ -367,7 +370,17 @@ pub fn run_attempt(
             )
         })?;
         match prepare_database(env, &id, engine, dbenv) {
-            Ok(d) => {
+            Ok(mut d) => {
+                if crate::verify::database_needs(&instance.verifier).snapshots {
+                    match crate::dataset::client::snapshot_all(&d.target) {
+                        Ok(snap) => d.before = Some(snap),
+                        Err(e) => signals
+                            .harness_faults
+                            .push(HarnessFault::Environment(format!(
+                                "snapshot after seeding: {e}"
+                            ))),
+                    }
+                }
                 health.push(FixtureHealthRecord {
                     attempt_id: id.clone(),
                     component: "database".into(),
@@ -642,7 +655,7 @@ pub fn run_attempt(
     };
     if let Some(d) = &db {
         let needs = crate::verify::database_needs(&instance.verifier);
-        match crate::dataset::client::observe(&d.target, &needs, None) {
+        match crate::dataset::client::observe(&d.target, &needs, d.before.clone()) {
             Ok(o) => observed.database = Some(o),
             Err(e) => signals
                 .harness_faults
