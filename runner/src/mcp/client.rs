@@ -598,7 +598,7 @@ where
         item: rmcp::service::TxJsonRpcMessage<RoleClient>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
         let raw = serde_json::to_vec(&item).unwrap_or_default();
-        self.recorder.record(self.recorder.now_us(), Dir::In, &raw);
+        self.recorder.record(Dir::In, &raw);
         self.inner.send(item)
     }
 
@@ -612,7 +612,7 @@ where
             let message = next.await;
             if let Some(m) = &message {
                 let raw = serde_json::to_vec(m).unwrap_or_default();
-                recorder.record(recorder.now_us(), Dir::Out, &raw);
+                recorder.record(Dir::Out, &raw);
             }
             message
         }

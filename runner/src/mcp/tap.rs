@@ -1,8 +1,9 @@
 //! The stdio tap: forwards bytes between an MCP client and a server unchanged, and records every line
 //! in both directions with a timestamp into the wire tape (mcp-tape JSONL v1, `schema::tape`).
 //!
-//! Forwarding comes first: each chunk is written on before it is split into lines for the record, so
-//! the tap adds no buffering a client could notice. A line that is not JSON (a server printing a banner
+//! Each chunk read is forwarded whole, right after its complete lines are recorded (recording first
+//! keeps the tape causal: an answer can never precede its request). The tap adds no buffering a
+//! client could notice; timestamps are taken under the recorder's lock, so the tape is in time order. A line that is not JSON (a server printing a banner
 //! on stdout) is recorded like any other, never dropped. The same pumps serve the runner's own client
 //! (in process, over a pipe pair) and the `agentrank-run tap` command (between its own stdio and the
 //! server), so every client's session is recorded the same way.
@@ -130,14 +131,16 @@ impl TapeRecorder {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records one line (without its newline) seen at `t`.
-    pub fn record(&self, t: i64, dir: Dir, bytes: &[u8]) {
+    /// Records one line (without its newline), timestamped now. The timestamp is taken under the
+    /// recorder's lock, so lines from both directions are in time order on the tape.
+    pub fn record(&self, dir: Dir, bytes: &[u8]) {
         let raw = match std::str::from_utf8(bytes) {
             Ok(s) => s.to_string(),
             Err(_) => String::from_utf8_lossy(bytes).into_owned(),
         };
         let json: Option<serde_json::Value> = serde_json::from_str(raw.trim_end_matches('\r')).ok();
         let mut inner = self.lock();
+        let t = self.now_us();
         let RecorderInner {
             writer,
             lines,
@@ -231,30 +234,31 @@ where
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let t = recorder.now_us();
         let chunk = &buf[..n];
-        if writer_open && (writer.write_all(chunk).await.is_err() || writer.flush().await.is_err())
-        {
-            // The receiving side is gone; keep reading so the sender is recorded to the end.
-            writer_open = false;
-        }
+        // Record the chunk's complete lines before forwarding it, so that nothing the other side
+        // answers can reach the tape ahead of what it answers.
         let mut start = 0;
         for (i, b) in chunk.iter().enumerate() {
             if *b == b'\n' {
                 if pending.is_empty() {
-                    recorder.record(t, dir, &chunk[start..i]);
+                    recorder.record(dir, &chunk[start..i]);
                 } else {
                     pending.extend_from_slice(&chunk[start..i]);
-                    recorder.record(t, dir, &pending);
+                    recorder.record(dir, &pending);
                     pending.clear();
                 }
                 start = i + 1;
             }
         }
         pending.extend_from_slice(&chunk[start..]);
+        if writer_open && (writer.write_all(chunk).await.is_err() || writer.flush().await.is_err())
+        {
+            // The receiving side is gone; keep reading so the sender is recorded to the end.
+            writer_open = false;
+        }
     }
     if !pending.is_empty() {
-        recorder.record(recorder.now_us(), dir, &pending);
+        recorder.record(dir, &pending);
     }
     if writer_open {
         let _ = writer.shutdown().await;
@@ -294,12 +298,11 @@ pub async fn pump_stubbing_calls<R, W>(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let t = recorder.now_us();
         pending.extend_from_slice(&buf[..n]);
         while let Some(end) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
             let body = &line[..line.len() - 1];
-            recorder.record(t, Dir::In, body);
+            recorder.record(Dir::In, body);
             if let Some(id) = tool_call_id(body) {
                 let mut answer = empty_tool_result(&id).into_bytes();
                 answer.push(b'\n');
@@ -314,7 +317,7 @@ pub async fn pump_stubbing_calls<R, W>(
         }
     }
     if !pending.is_empty() {
-        recorder.record(recorder.now_us(), Dir::In, &pending);
+        recorder.record(Dir::In, &pending);
         if writer_open {
             let _ = writer.write_all(&pending).await;
         }
@@ -346,21 +349,20 @@ pub async fn pump_with_answers<R, W>(
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
-                let t = recorder.now_us();
                 let chunk = &buf[..n];
-                if writer.write_all(chunk).await.is_err() || writer.flush().await.is_err() {
-                    break;
-                }
                 let mut start = 0;
                 for (i, b) in chunk.iter().enumerate() {
                     if *b == b'\n' {
                         pending.extend_from_slice(&chunk[start..i]);
-                        recorder.record(t, Dir::Out, &pending);
+                        recorder.record(Dir::Out, &pending);
                         pending.clear();
                         start = i + 1;
                     }
                 }
                 pending.extend_from_slice(&chunk[start..]);
+                if writer.write_all(chunk).await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
             }
             answer = answers.recv(), if answers_open => {
                 match answer {
@@ -371,7 +373,7 @@ pub async fn pump_with_answers<R, W>(
         }
         if pending.is_empty() && !queued.is_empty() {
             for a in queued.drain(..) {
-                recorder.record(recorder.now_us(), Dir::Out, &a[..a.len().saturating_sub(1)]);
+                recorder.record(Dir::Out, &a[..a.len().saturating_sub(1)]);
                 if writer.write_all(&a).await.is_err() || writer.flush().await.is_err() {
                     return;
                 }
@@ -379,7 +381,7 @@ pub async fn pump_with_answers<R, W>(
         }
     }
     if !pending.is_empty() {
-        recorder.record(recorder.now_us(), Dir::Out, &pending);
+        recorder.record(Dir::Out, &pending);
     }
     let _ = writer.shutdown().await;
 }
