@@ -400,7 +400,10 @@ fn history_flags_a_server_that_jumps() {
         .map(|i| {
             let mut run = synthetic::generate(&spec);
             for (k, a) in run.attempts.iter_mut().enumerate() {
-                if a.role == Role::Scored && a.server == "srv-0-03" && (k as u64 + 7 * i) % 9 == 0 {
+                if a.role == Role::Scored
+                    && a.server == "srv-0-03"
+                    && (k as u64 + 7 * i).is_multiple_of(9)
+                {
                     a.outcome = if a.outcome == OutcomeClass::Pass {
                         OutcomeClass::Fail
                     } else {
