@@ -200,3 +200,66 @@ fn bad_input_exits_2_with_the_column_named() {
     let o = bin().arg("--resamples").output().expect("run");
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn parquet_attempts_table_gives_the_same_numbers_as_csv() {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = Spec {
+        categories: 1,
+        controls: false,
+        tool_calls: false,
+        ..Spec::full_size(13)
+    };
+    let input = synthetic::generate(&spec);
+    let csv = tmp.path().join("attempts.csv");
+    std::fs::write(&csv, synthetic::attempts_csv(&input)).expect("csv");
+    // The same rows as Parquet, with the bundle's column spellings and an integer attempt index.
+    let col = |f: &dyn Fn(&agentrank_analyze::input::Attempt) -> String| -> ArrayRef {
+        Arc::new(StringArray::from(
+            input.attempts.iter().map(f).collect::<Vec<_>>(),
+        ))
+    };
+    let batch = RecordBatch::try_from_iter(vec![
+        ("category", col(&|a| a.category.clone())),
+        ("server_id", col(&|a| a.server.clone())),
+        ("agent_id", col(&|a| a.agent.clone())),
+        ("task_id", col(&|a| a.task.clone())),
+        ("attempt_id", col(&|a| a.attempt_id.clone())),
+        ("outcome", col(&|a| a.outcome.to_string())),
+        ("class", col(&|a| a.class.as_str().to_string())),
+        (
+            "attempt_index",
+            Arc::new(Int64Array::from(
+                input
+                    .attempts
+                    .iter()
+                    .map(|a| i64::from(a.attempt_index))
+                    .collect::<Vec<_>>(),
+            )) as ArrayRef,
+        ),
+    ])
+    .expect("batch");
+    let pq = tmp.path().join("attempts.parquet");
+    let file = std::fs::File::create(&pq).expect("create");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    let mut docs = Vec::new();
+    for (name, p) in [("c", &csv), ("p", &pq)] {
+        let out = tmp.path().join(name);
+        let o = bin()
+            .arg(p)
+            .args(["--seed", "4", "--resamples", "300", "--out"])
+            .arg(&out)
+            .output()
+            .expect("run");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("analysis.json")).expect("json"))
+                .expect("parse");
+        docs.push(v);
+    }
+    assert_eq!(docs[0]["categories"], docs[1]["categories"]);
+}
