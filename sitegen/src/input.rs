@@ -187,6 +187,9 @@ pub struct CellAnalysis {
     pub reliability: Option<f64>,
     pub extended_completion: Option<f64>,
     pub first_try: Option<Interval>,
+    /// Dominance position of the first-try Wilson interval (a row sits lower only when another interval
+    /// lies entirely above it), and whether it shares that position.
+    pub first_try_position: Option<(u32, bool)>,
     pub tool_definition_tokens: Option<i64>,
     pub latency_p50_ms: Option<f64>,
     pub latency_p95_ms: Option<f64>,

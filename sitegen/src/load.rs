@@ -537,6 +537,11 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             first_try: ft
                 .get(&k)
                 .and_then(|f| interval(f.point, f.wilson_lo, f.wilson_hi)),
+            first_try_position: ft.get(&k).and_then(|f| {
+                f.position
+                    .and_then(|p| u32::try_from(p).ok())
+                    .map(|p| (p, f.tied))
+            }),
             tool_definition_tokens: a.and_then(|a| a.tool_definition_tokens),
             latency_p50_ms: l.and_then(|l| l.median_ms),
             latency_p95_ms: l.and_then(|l| l.p95_ms),

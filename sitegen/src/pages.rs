@@ -468,9 +468,16 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
         Some(k) => format!("${:.4} (measured)", k.usd),
         None => "no figure".into(),
     };
-    let first_try = match c.first_try {
-        Some(i) => format!("{} [{}, {}]", pct(i.estimate), pct(i.low), pct(i.high)),
-        None => "not measured".into(),
+    let first_try = match (c.first_try, c.first_try_position) {
+        (Some(i), Some((p, tied))) => format!(
+            "{} [{}, {}], position {p}{}",
+            pct(i.estimate),
+            pct(i.low),
+            pct(i.high),
+            if tied { " (tied)" } else { "" }
+        ),
+        (Some(i), None) => format!("{} [{}, {}]", pct(i.estimate), pct(i.low), pct(i.high)),
+        _ => "not measured".into(),
     };
     let safety: Vec<&ProbeRecord> = ix
         .bundle()
@@ -883,7 +890,7 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
             c.first_try
                 .map(|i| format!("{} [{}, {}]", pct(i.estimate), pct(i.low), pct(i.high)))
                 .unwrap_or_else(|| "not measured".into()),
-            "Share of tasks whose first attempt passed, with its Wilson 95% interval (z = 1.96).",
+            "Share of tasks whose first attempt passed, with its Wilson 95% interval (z = 1.96). Its position is a dominance position: a row sits lower only when another interval lies entirely above it.",
         );
         add(
             "tool-tokens",

@@ -86,11 +86,11 @@ const PATTERNS: &[(Rule, &str)] = &[
     ),
     (
         Rule::ApiToken,
-        r"\b(?:sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{30,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|(?:sk|rk)_live_[A-Za-z0-9]{20,})",
+        r"(?-u:\b)(?:sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{30,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|(?:sk|rk)_live_[A-Za-z0-9]{20,})",
     ),
     (
         Rule::BearerToken,
-        r"(?i:\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*)|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        r"(?i:(?-u:\b)bearer[ \t]+[A-Za-z0-9._~+/-]{20,}=*)|(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     ),
     (
         Rule::HostPath,
@@ -98,11 +98,11 @@ const PATTERNS: &[(Rule, &str)] = &[
     ),
     (
         Rule::UrlCredentials,
-        r"\b[a-z][a-z0-9+.-]*://([^\s/:@]+):([^\s/@]+)@([A-Za-z0-9.-]+)",
+        r"(?-u:\b)[a-z][a-z0-9+.-]*://([^\s/:@]+):([^\s/@]+)@([A-Za-z0-9.-]+)",
     ),
     (
         Rule::Email,
-        r"\b[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b",
+        r"(?-u:\b)[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})(?-u:\b)",
     ),
 ];
 
@@ -131,9 +131,9 @@ const COMMON_NAMES: &[&str] = &["root", "user", "admin", "runner", "nobody", "te
 #[derive(Debug)]
 pub struct Scanner {
     combined: Regex,
+    /// Each rule's own pattern, to classify a match of `combined` and read its groups.
+    single: Vec<Regex>,
     rules: Vec<Rule>,
-    /// Group index of each rule's whole-match group in `combined`.
-    group_of_rule: Vec<usize>,
     facts: Option<Regex>,
 }
 
@@ -147,17 +147,15 @@ impl Scanner {
     pub fn new(facts: &HostFacts) -> Result<Scanner, ScannerError> {
         let mut combined = String::new();
         let mut rules = Vec::new();
-        let mut group_of_rule = Vec::new();
-        let mut next_group = 1;
+        let mut single = Vec::new();
         for (i, (rule, pat)) in PATTERNS.iter().enumerate() {
             if i > 0 {
                 combined.push('|');
             }
-            combined.push_str(&format!("({pat})"));
+            combined.push_str(&format!("(?:{pat})"));
             rules.push(*rule);
-            group_of_rule.push(next_group);
             // one for the wrapper plus the pattern's own capture groups
-            next_group += 1 + Regex::new(pat)?.captures_len() - 1;
+            single.push(Regex::new(pat)?);
         }
         let mut alts: Vec<String> = Vec::new();
         for p in &facts.paths {
@@ -168,7 +166,7 @@ impl Scanner {
         }
         for u in &facts.usernames {
             if u.len() >= 3 && !COMMON_NAMES.contains(&u.as_str()) {
-                alts.push(format!(r"\b{}\b", regex::escape(u)));
+                alts.push(format!(r"(?-u:\b){}(?-u:\b)", regex::escape(u)));
             }
         }
         alts.sort();
@@ -180,35 +178,35 @@ impl Scanner {
         };
         Ok(Scanner {
             combined: Regex::new(&combined)?,
+            single,
             rules,
-            group_of_rule,
             facts,
         })
     }
 
-    /// Scan one file's text. Hits are reported in order of position.
+    /// Scan one file's text. Hits are reported in order of position. The combined pattern runs first
+    /// (a fast automaton over the whole text); only its rare matches are classified rule by rule.
     pub fn scan(&self, file: &str, text: &str) -> Vec<Hit> {
         let mut hits = Vec::new();
-        for caps in self.combined.captures_iter(text) {
-            let Some((idx, m)) = self
-                .group_of_rule
-                .iter()
-                .enumerate()
-                .find_map(|(i, g)| caps.get(*g).map(|m| (i, m)))
-            else {
+        for m in self.combined.find_iter(text) {
+            let Some((idx, caps)) = self.single.iter().enumerate().find_map(|(i, re)| {
+                re.captures_at(text, m.start())
+                    .filter(|c| c.get(0).is_some_and(|g| g.start() == m.start()))
+                    .map(|c| (i, c))
+            }) else {
                 continue;
             };
             let rule = self.rules[idx];
-            let g = self.group_of_rule[idx];
+            let whole = caps.get(0).map(|g| g.as_str()).unwrap_or_default();
             let allowed = match rule {
                 // The sandbox's own documented home (Methodology §3.2), not a host path.
-                Rule::HostPath => m.as_str() == "/home/runner",
-                Rule::Email => caps.get(g + 1).is_some_and(|h| reserved_host(h.as_str())),
-                Rule::UrlCredentials => caps.get(g + 3).is_some_and(|h| reserved_host(h.as_str())),
+                Rule::HostPath => whole == "/home/runner",
+                Rule::Email => caps.get(1).is_some_and(|h| reserved_host(h.as_str())),
+                Rule::UrlCredentials => caps.get(3).is_some_and(|h| reserved_host(h.as_str())),
                 _ => false,
             };
             if !allowed {
-                hits.push(self.hit(file, text, m.start(), m.as_str(), rule));
+                hits.push(self.hit(file, text, m.start(), whole, rule));
             }
         }
         if let Some(facts) = &self.facts {
