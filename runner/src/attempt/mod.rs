@@ -506,9 +506,21 @@ pub fn run_attempt(
                                     scratch.clone().filter(|_| launch.cwd.is_some()),
                                 );
                                 let fixture_url = report.fixture_url.clone();
+                                // The configuration as written (templates, no host paths).
+                                let mut tape_info = serde_json::Map::new();
+                                tape_info.insert("server".into(), server.id.clone().into());
+                                tape_info.insert(
+                                    "version".into(),
+                                    server.package.version.clone().into(),
+                                );
+                                tape_info
+                                    .insert("command".into(), server.launch.command.clone().into());
+                                tape_info.insert("args".into(), server.launch.args.clone().into());
+                                tape_info.insert("isolation".into(), env.backend.as_str().into());
                                 let outcome = rt.block_on(async {
                                     let options = ClientOptions {
                                         stub_tool_calls: agent == Builtin::StubbedEmpty,
+                                        tape_info: Some(tape_info.clone()),
                                         ..ClientOptions::default()
                                     };
                                     let session =

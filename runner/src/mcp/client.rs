@@ -44,6 +44,10 @@ pub struct ClientOptions {
     /// Stub mode (the `stubbed-empty` null model): the tap answers every `tools/call` with empty
     /// content and the server never sees it.
     pub stub_tool_calls: bool,
+    /// What the tape's meta line says about the server. `None` records the program and arguments as
+    /// launched; a sweep passes the configuration's unresolved templates instead, because the launched
+    /// command line holds host paths that must not reach a published tape.
+    pub tape_info: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Default for ClientOptions {
@@ -56,6 +60,7 @@ impl Default for ClientOptions {
             stop_grace: Duration::from_secs(3),
             client_name: "agentrank-runner".to_string(),
             stub_tool_calls: false,
+            tape_info: None,
         }
     }
 }
@@ -265,8 +270,13 @@ impl McpSession {
         options: ClientOptions,
     ) -> Result<McpSession, McpError> {
         let mut info = serde_json::Map::new();
-        info.insert("program".into(), launch.program.clone().into());
-        info.insert("args".into(), launch.args.clone().into());
+        match &options.tape_info {
+            Some(given) => info.extend(given.clone()),
+            None => {
+                info.insert("program".into(), launch.program.clone().into());
+                info.insert("args".into(), launch.args.clone().into());
+            }
+        }
         info.insert(
             "offered_version".into(),
             options.offered_version.clone().into(),
