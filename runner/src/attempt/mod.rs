@@ -521,6 +521,12 @@ pub fn run_attempt(
                                     let options = ClientOptions {
                                         stub_tool_calls: agent == Builtin::StubbedEmpty,
                                         tape_info: Some(tape_info.clone()),
+                                        // The built-in agents wait at most this long for one call (the
+                                        // slowest fixture page answers after 8 s); a tool that hangs
+                                        // (one asked for a password, say) costs the null models no more.
+                                        request_timeout: Duration::from_secs(
+                                            if agent == Builtin::Reference { 60 } else { 20 },
+                                        ),
                                         ..ClientOptions::default()
                                     };
                                     let session =
