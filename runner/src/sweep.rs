@@ -202,6 +202,9 @@ fn draft_for(
         })
         .collect();
     let mut notes = sweep.notes.clone();
+    notes.push(format!(
+        "timeout budget: {timeout_s} s for every agent, the floor of Methodology §6.4; this runner does not yet calibrate it from the calibration tasks' 95th-percentile duration"
+    ));
     if sweep.attempts == AttemptRule::Single {
         notes.push(
             "attempt rule: single (one attempt per cell; not the pre-registered adaptive rule)"
