@@ -101,6 +101,9 @@ pub const REFUSALS: &[(&str, &str, &str)] = &[
 
 pub const HOSTILE: &str = "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED'\"><a href=\"javascript:document.title='PWNED'\">x</a></textarea>\u{202E}gnp.exe\u{2066}";
 
+/// (category, agent, server) → per core task: (task, pass rate, attempt ids).
+type CellRates = BTreeMap<(String, String, String), Vec<(String, f64, Vec<String>)>>;
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -354,8 +357,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
     };
     let staging = Staging::create(&bundles, &draft).expect("staging");
     let mut rng = Rng(spec.seed);
-    let mut cell_rates: BTreeMap<(String, String, String), Vec<(String, f64, Vec<String>)>> =
-        BTreeMap::new();
+    let mut cell_rates: CellRates = BTreeMap::new();
     let mut first_planted = spec.planted_tape_text.clone();
     for c in &spec.categories {
         for si in 0..spec.servers_per_category {
