@@ -151,9 +151,20 @@ pub struct MergedEvent<'a> {
     pub latency_ms: Option<f64>,
 }
 
-fn summarize(raw: &str) -> (String, Option<String>, bool) {
+/// A wire line's summary: its label, the JSON-RPC id of a response, and the id of a request.
+struct Summary {
+    label: String,
+    response_id: Option<String>,
+    request_id: Option<String>,
+}
+
+fn summarize(raw: &str) -> Summary {
     let Ok(v) = serde_json::from_str::<Value>(raw) else {
-        return ("(not JSON)".to_string(), None, false);
+        return Summary {
+            label: "(not JSON)".to_string(),
+            response_id: None,
+            request_id: None,
+        };
     };
     let id = v.get("id").map(|i| i.to_string());
     if let Some(m) = v.get("method").and_then(Value::as_str) {
@@ -166,7 +177,11 @@ fn summarize(raw: &str) -> (String, Option<String>, bool) {
             Some(i) => format!("{m}{tool} #{i}"),
             None => format!("{m}{tool}"),
         };
-        return (label, None, false);
+        return Summary {
+            label,
+            response_id: None,
+            request_id: id,
+        };
     }
     if v.get("result").is_some() || v.get("error").is_some() {
         let what = if v.get("error").is_some() {
@@ -180,13 +195,21 @@ fn summarize(raw: &str) -> (String, Option<String>, bool) {
             Some(i) => format!("{what} #{i}"),
             None => what.to_string(),
         };
-        return (label, id, true);
+        return Summary {
+            label,
+            response_id: id,
+            request_id: None,
+        };
     }
     let kind = ["type", "kind", "event", "role"]
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_str))
         .unwrap_or("event");
-    (kind.to_string(), None, false)
+    Summary {
+        label: kind.to_string(),
+        response_id: None,
+        request_id: None,
+    }
 }
 
 /// Merge the wire and agent tapes into one timeline ordered by time (wire before agent on ties, then
@@ -198,23 +221,23 @@ pub fn merge<'a>(wire: &'a Tape, agent: &'a Tape) -> Vec<MergedEvent<'a>> {
     let mut pending: BTreeMap<String, i64> = BTreeMap::new();
     let mut out = Vec::with_capacity(all.len());
     for e in all {
-        let (summary, response_id, is_response) = match &e.label {
-            Some(label) => (label.clone(), None, false),
+        let sm = match &e.label {
+            Some(label) => Summary {
+                label: label.clone(),
+                response_id: None,
+                request_id: None,
+            },
             None => summarize(&e.raw),
         };
         let mut latency_ms = None;
         if e.plane == Plane::Wire {
-            if is_response {
-                if let Some(id) = response_id.and_then(|id| pending.remove(&id)) {
-                    latency_ms = Some((e.t_us - id) as f64 / 1000.0);
-                }
-            } else if let Ok(v) = serde_json::from_str::<Value>(&e.raw)
-                && v.get("method").is_some()
-                && let Some(id) = v.get("id")
-            {
-                pending.insert(id.to_string(), e.t_us);
+            if let Some(start) = sm.response_id.as_ref().and_then(|id| pending.remove(id)) {
+                latency_ms = Some((e.t_us - start) as f64 / 1000.0);
+            } else if let Some(id) = sm.request_id {
+                pending.insert(id, e.t_us);
             }
         }
+        let summary = sm.label;
         out.push(MergedEvent {
             event: e,
             offset_ms: (e.t_us - start) as f64 / 1000.0,
