@@ -442,6 +442,7 @@ pub fn execute(
         timeout: Duration::from_secs(sweep.timeouts.min_s),
         credential_context: sweep.credential_context.clone(),
         chromium: opts.chromium.clone(),
+        protocol_probes: sweep.probes,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

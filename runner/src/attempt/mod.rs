@@ -112,6 +112,8 @@ pub struct AttemptEnv<'a> {
     pub timeout: Duration,
     pub credential_context: String,
     pub chromium: String,
+    /// Run each server's protocol probes (on its reference smoke attempt).
+    pub protocol_probes: bool,
 }
 
 fn now_us() -> i64 {
@@ -415,7 +417,7 @@ pub fn run_attempt(
     let mut fixture_log = None;
     let mut session_note = String::new();
     let mut mcp_sha = None;
-    let mut protocol_version = None;
+    let mut protocol_rows = Vec::new();
 
     if attach_server && signals.harness_faults.is_empty() {
         let server = server.ok_or_else(|| setup(&id, "a scored slot without a server"))?;
@@ -517,6 +519,33 @@ pub fn run_attempt(
                                     .insert("command".into(), server.launch.command.clone().into());
                                 tape_info.insert("args".into(), server.launch.args.clone().into());
                                 tape_info.insert("isolation".into(), env.backend.as_str().into());
+                                // The server's zero-token protocol probes ride on its reference smoke
+                                // attempt: same world, two short sessions of their own, before the agent's.
+                                let is_smoke = env
+                                    .catalog
+                                    .category(instance.category)
+                                    .is_some_and(|f| f.smoke.contains(&instance.task_id));
+                                if env.protocol_probes
+                                    && slot.kind == SlotKind::Scored
+                                    && agent == Builtin::Reference
+                                    && slot.attempt_index == 0
+                                    && rerun_index == 0
+                                    && is_smoke
+                                {
+                                    let options = ClientOptions {
+                                        tape_info: Some(tape_info.clone()),
+                                        request_timeout: Duration::from_secs(20),
+                                        ..ClientOptions::default()
+                                    };
+                                    let report = rt.block_on(crate::mcp::probes::run_probes(
+                                        &wrapped, &options, None,
+                                    ));
+                                    protocol_rows = crate::mcp::probes::probe_records(
+                                        &report,
+                                        &server.id,
+                                        &slot.category,
+                                    );
+                                }
                                 let outcome = rt.block_on(async {
                                     let options = ClientOptions {
                                         stub_tool_calls: agent == Builtin::StubbedEmpty,
@@ -534,9 +563,8 @@ pub fn run_attempt(
                                             .await;
                                     let session = match session {
                                         Ok(s) => s,
-                                        Err(e) => return (Err(e.to_string()), None, None),
+                                        Err(e) => return (Err(e.to_string()), None),
                                     };
-                                    let pv = session.identity().protocol_version.clone();
                                     let recipe = server.recipe(&instance.task_id);
                                     let fut = async {
                                         match agent {
@@ -570,15 +598,14 @@ pub fn run_attempt(
                                     let timed_out =
                                         tokio::time::timeout(env.timeout, fut).await.is_err();
                                     let end = session.close().await;
-                                    (Ok(timed_out), end.ok(), Some(pv))
+                                    (Ok(timed_out), end.ok())
                                 });
                                 match outcome {
-                                    (Err(e), _, _) => {
+                                    (Err(e), _) => {
                                         session_note = format!("server did not start: {e}");
                                     }
-                                    (Ok(t), end, pv) => {
+                                    (Ok(t), end) => {
                                         timed_out = t;
-                                        protocol_version = pv;
                                         if let Some(end) = end {
                                             mcp_sha = end.tape.file.map(|(_, sha)| sha);
                                             session_note = end.exit.reason();
@@ -834,6 +861,7 @@ pub fn run_attempt(
     };
     let mut unit = StagedUnit {
         unit_id: id.clone(),
+        probes: protocol_rows,
         tool_calls,
         verifier_results,
         fixture_health: health,
@@ -866,7 +894,7 @@ pub fn run_attempt(
                 } else {
                     "respects".into()
                 },
-                observed: protocol_version.clone(),
+                observed: None,
                 detail: reason.clone(),
             });
         }
