@@ -437,6 +437,11 @@ pub fn search(seed: u64) -> Generated {
         .build(site(routes))
 }
 
+/// `no-store` keeps a page out of the HTTP cache, but a browser with a back/forward cache may still show
+/// the page it kept in memory when going back (Chromium without Playwright's flags does). The station
+/// page promises a fresh visit each time, so it reloads itself when it is shown from that cache.
+const NEVER_FROM_BFCACHE: &str = "<script>\nwindow.addEventListener('pageshow', function (e) { if (e.persisted) { location.reload(); } });\n</script>";
+
 pub fn history(seed: u64) -> Generated {
     let mut r = rng("br-history", seed);
     let pa = path(&mut r, "station");
@@ -445,14 +450,14 @@ pub fn history(seed: u64) -> Generated {
     let first = no_store(page(
         "Station",
         &format!(
-            "<h1>Station</h1>\n<p>No code yet: come back to this page later.</p>\n<p><a href=\"{pb}\">Go to the annex</a></p>\n{}",
+            "<h1>Station</h1>\n<p>No code yet: come back to this page later.</p>\n<p><a href=\"{pb}\">Go to the annex</a></p>\n{}\n{NEVER_FROM_BFCACHE}",
             filler(&mut r, 1)
         ),
     ));
     let second = no_store(page(
         "Station",
         &format!(
-            "<h1>Station</h1>\n<p>Welcome back. Code: <strong>{code}</strong></p>\n<p><a href=\"{pb}\">Go to the annex</a></p>"
+            "<h1>Station</h1>\n<p>Welcome back. Code: <strong>{code}</strong></p>\n<p><a href=\"{pb}\">Go to the annex</a></p>\n{NEVER_FROM_BFCACHE}"
         ),
     ));
     let annex = no_store(page(
@@ -619,4 +624,25 @@ pub fn new_tab(seed: u64) -> Generated {
         .expect("code", code)
         .hide("target_path", target.clone())
         .build(site(vec![html(&p, outer), html(&target, inner)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_station_responses_reload_when_shown_from_the_back_forward_cache() {
+        for seed in [1_u64, 7, 8] {
+            let g = history(seed);
+            let json = serde_json::to_string(&g.environment).unwrap_or_default();
+            let handlers = json
+                .matches("if (e.persisted) { location.reload(); }")
+                .count();
+            assert_eq!(
+                handlers, 2,
+                "seed {seed}: {handlers} station responses reload"
+            );
+            assert!(json.contains("No code yet") && json.contains("Welcome back. Code:"));
+        }
+    }
 }
