@@ -410,10 +410,17 @@ pub async fn run_reference(
         ),
         AnswerKind::Value => {
             let values: Vec<&Binding> = instance.expected.values().collect();
-            let all_seen = values
-                .iter()
-                .flat_map(|b| b.values())
-                .all(|v| observed_in(&seen, v));
+            // A count is reached when the server's results held every counted thing (`counted`,
+            // a hidden list the generator keeps for exactly this), even if the number itself is not
+            // written anywhere.
+            let counted = instance.hidden.get("counted").map(Binding::values);
+            let all_seen = values.iter().flat_map(|b| b.values()).all(|v| {
+                observed_in(&seen, v)
+                    || counted.as_ref().is_some_and(|items| {
+                        v.trim().parse::<usize>() == Ok(items.len())
+                            && items.iter().all(|item| observed_in(&seen, item))
+                    })
+            });
             if values.is_empty() {
                 "ANSWER: FAILED - the task has no answer key".to_string()
             } else if all_seen {

@@ -130,6 +130,11 @@ impl Values {
         self.hidden.insert(k.to_owned(), Binding::Text(v.into()));
         self
     }
+    /// A list only the verifiers and the reference agent use (for a count: the things counted).
+    pub fn hide_list(mut self, k: &str, v: Vec<String>) -> Self {
+        self.hidden.insert(k.to_owned(), Binding::List(v));
+        self
+    }
     /// Finish with an environment.
     pub fn build(self, environment: agentrank_schema::task::Environment) -> Generated {
         Generated {

@@ -347,11 +347,12 @@ pub fn count_items(seed: u64) -> Generated {
     let mut r = rng("wf-count-items", seed);
     let p = path(&mut r, "lists");
     let n = r.range(12, 60) as usize;
-    let items: String = r
+    let names: Vec<String> = r
         .distinct(n, |r| r.word(3))
         .iter()
-        .map(|w| format!("<li>{}</li>\n", capitalize(w)))
+        .map(|w| capitalize(w))
         .collect();
+    let items: String = names.iter().map(|w| format!("<li>{w}</li>\n")).collect();
     let body = page(
         "Catalogue",
         &format!(
@@ -363,6 +364,7 @@ pub fn count_items(seed: u64) -> Generated {
     Values::new()
         .param("url", url(&p))
         .expect("count", n.to_string())
+        .hide_list("counted", names)
         .build(site(vec![html(&p, body)]))
 }
 

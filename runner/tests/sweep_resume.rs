@@ -1,0 +1,305 @@
+//! Interrupting sweeps: SIGKILL `agentrank-run sweep` at 10 random moments; each time, running it again
+//! finishes the sweep, and the sealed bundle equals one made without interruption apart from timestamps,
+//! durations and the tape bytes that carry them. No process of the sweep outlives it (after SIGKILL,
+//! SIGINT or a normal end). Running the plan as 4 shards in 4 processes and merging gives the same
+//! attempts as one process.
+//!
+//! Real servers (dbhub on PostgreSQL, mcp-server-fetch) in the netns sandbox; needs them installed
+//! (`cargo xtask test` does it) and root.
+
+use agentrank_schema::bundle::{read_bundle, verify_bundle};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SWEEP: &str = r#"
+sweep_id = "resume-test"
+seed = 99
+agents = ["reference", "no-tools", "stubbed-empty", "random-args"]
+attempts = "single"
+isolation = "netns"
+probes = false
+
+[[categories]]
+category = "databases"
+servers = ["dbhub"]
+tasks = ["db-count", "db-filter", "db-missing-table"]
+
+[[categories]]
+category = "web-fetch"
+servers = ["mcp-server-fetch"]
+tasks = ["wf-html-code", "wf-json-field"]
+"#;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("root")
+}
+
+fn cache() -> PathBuf {
+    std::env::var("AGENTRANK_CACHE")
+        .map(|c| Path::new(&c).join("agentrank"))
+        .unwrap_or_else(|_| root().join(".cache/agentrank"))
+}
+
+fn runner(args: &[&str], out: &Path, sweep: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentrank-run"));
+    c.current_dir(root())
+        .args(args)
+        .arg(sweep)
+        .arg("--out")
+        .arg(out)
+        .arg("--cache")
+        .arg(cache())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn run_to_end(out: &Path, sweep: &Path) -> PathBuf {
+    run_to_end_pid(out, sweep).0
+}
+
+/// Runs a sweep to its end; returns the bundle and the runner's pid.
+fn run_to_end_pid(out: &Path, sweep: &Path) -> (PathBuf, u32) {
+    let child = runner(&["sweep"], out, sweep).spawn().expect("run sweep");
+    let pid = child.id();
+    let o = child.wait_with_output().expect("wait");
+    assert!(
+        o.status.success(),
+        "sweep failed: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (
+        PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        pid,
+    )
+}
+
+/// Every table's rows with the wall-clock fields (and the tape hashes, whose bytes carry times) blanked.
+fn comparable(dir: &Path) -> String {
+    let b = read_bundle(dir).expect("read");
+    let mut t = b.tables;
+    for a in &mut t.attempts {
+        a.started_at = 0;
+        a.ended_at = 0;
+        a.duration_ms = 0;
+        a.tape_mcp_sha256.clear();
+        a.tape_agent_sha256.clear();
+    }
+    for c in &mut t.tool_calls {
+        c.request_at = 0;
+        c.response_at = c.response_at.map(|_| 0);
+        c.latency_ms = c.latency_ms.map(|_| 0.0);
+    }
+    for h in &mut t.fixture_health {
+        h.checked_at = 0;
+        h.latency_ms = h.latency_ms.map(|_| 0.0);
+    }
+    format!(
+        "{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}",
+        t.attempts,
+        t.tool_calls,
+        t.verifier_results,
+        t.controls,
+        t.fixture_health,
+        t.task_instances
+    )
+}
+
+/// Pids of processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(format!("{name}: {cmd}"));
+            }
+        }
+    }
+    found
+}
+
+/// Processes a sweep leaves behind: anything under its output directory (sidecar data directories
+/// live there) or inside one of its attempt sandboxes (whose directories are named after the runner's
+/// pid, `agentrank-ar<pid>x<n>`).
+fn leftovers(out: &Path, pid: u32) -> Vec<String> {
+    let mut v = processes_mentioning(&out.display().to_string());
+    v.extend(processes_mentioning(&format!("agentrank-ar{pid}x")));
+    v
+}
+
+fn wait_for_no_leftovers(out: &Path, pid: u32) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = leftovers(out, pid);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outlives_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sweep = tmp.path().join("sweep.toml");
+    std::fs::write(&sweep, SWEEP).expect("write sweep");
+
+    // Baseline, uninterrupted.
+    let base_out = tmp.path().join("base");
+    let start = Instant::now();
+    let (base, base_pid) = run_to_end_pid(&base_out, &sweep);
+    let full = start.elapsed();
+    assert!(verify_bundle(&base).expect("verify").is_empty());
+    let expected = comparable(&base);
+    let left = wait_for_no_leftovers(&base_out, base_pid);
+    assert!(
+        left.is_empty(),
+        "processes outlived a normal sweep: {left:#?}"
+    );
+
+    // Ten SIGKILLs at pseudo-random moments, each followed by resuming.
+    let mut state = 0x5eed_u64;
+    for trial in 0..10 {
+        let out = tmp.path().join(format!("kill-{trial}"));
+        let mut interruptions = 0;
+        loop {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let frac = ((state >> 33) % 1000) as f64 / 1000.0;
+            let mut child = runner(&["sweep"], &out, &sweep).spawn().expect("spawn");
+            let limit = full.mul_f64(0.1 + 0.8 * frac);
+            let t = Instant::now();
+            let mut finished = false;
+            while t.elapsed() < limit {
+                if child.try_wait().expect("wait").is_some() {
+                    finished = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let pid = child.id();
+            if !finished {
+                child.kill().expect("SIGKILL");
+            }
+            child.wait().expect("reap");
+            if !finished {
+                interruptions += 1;
+                let left = wait_for_no_leftovers(&out, pid);
+                assert!(
+                    left.is_empty(),
+                    "trial {trial}: processes outlived a SIGKILLed sweep: {left:#?}"
+                );
+            }
+            if interruptions >= 1 {
+                break;
+            }
+        }
+        let resumed = run_to_end(&out, &sweep);
+        assert!(
+            verify_bundle(&resumed).expect("verify").is_empty(),
+            "trial {trial}"
+        );
+        assert_eq!(
+            comparable(&resumed),
+            expected,
+            "trial {trial}: resumed bundle differs"
+        );
+    }
+
+    // SIGINT: the sweep stops, and nothing of it is left running.
+    let out = tmp.path().join("sigint");
+    let mut child = runner(&["sweep"], &out, &sweep).spawn().expect("spawn");
+    std::thread::sleep(full.mul_f64(0.4));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let left = wait_for_no_leftovers(&out, child.id());
+    assert!(
+        left.is_empty(),
+        "processes outlived a SIGINTed sweep: {left:#?}"
+    );
+
+    // Four shards in four processes, merged.
+    let plan = tmp.path().join("plan.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root())
+        .arg("plan")
+        .arg(&sweep)
+        .args(["--shards", "4", "--out"])
+        .arg(&plan)
+        .output()
+        .expect("plan");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut children = Vec::new();
+    let mut dirs = Vec::new();
+    for i in 0..4 {
+        let dir = tmp.path().join(format!("shard-{i}"));
+        dirs.push(dir.clone());
+        children.push(
+            Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+                .current_dir(root())
+                .args(["run-shard", "--plan"])
+                .arg(&plan)
+                .args(["--index", &i.to_string(), "--jobs", "1", "--out"])
+                .arg(&dir)
+                .arg("--cache")
+                .arg(cache())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("shard"),
+        );
+    }
+    for c in children {
+        let o = c.wait_with_output().expect("shard");
+        assert!(
+            o.status.success(),
+            "shard failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let merged_out = tmp.path().join("merged");
+    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root())
+        .args(["merge", "--plan"])
+        .arg(&plan)
+        .args(&dirs)
+        .arg("--out")
+        .arg(&merged_out)
+        .output()
+        .expect("merge");
+    assert!(
+        o.status.success(),
+        "merge failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let merged = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+    assert!(verify_bundle(&merged).expect("verify").is_empty());
+    let ids = |d: &Path| -> BTreeSet<String> {
+        read_bundle(d)
+            .expect("read")
+            .tables
+            .attempts
+            .into_iter()
+            .map(|a| a.attempt_id)
+            .collect()
+    };
+    assert_eq!(
+        ids(&merged),
+        ids(&base),
+        "sharded attempts differ from one process"
+    );
+    assert_eq!(comparable(&merged), expected, "merged bundle differs");
+}
