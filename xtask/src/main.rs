@@ -96,8 +96,9 @@ fn python_venv(root: &Path, packages: &[String]) -> Result<PathBuf> {
     let venv = root.join(".cache/venv");
     let python = venv.join("bin/python");
     if !python.exists() {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            .context("creating the test Python environment (Debian: apt-get install python3-venv)")?;
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv)).context(
+            "creating the test Python environment (Debian: apt-get install python3-venv)",
+        )?;
     }
     if packages.is_empty() {
         return Ok(python);
@@ -137,7 +138,9 @@ fn npm_prefix(root: &Path, packages: &[String]) -> Result<PathBuf> {
             let pkg = prefix.join("node_modules").join(name).join("package.json");
             match std::fs::read_to_string(pkg) {
                 Err(_) => true,
-                Ok(text) => version.is_some_and(|v| !text.contains(&format!("\"version\": \"{v}\""))),
+                Ok(text) => {
+                    version.is_some_and(|v| !text.contains(&format!("\"version\": \"{v}\"")))
+                }
             }
         })
         .collect();
@@ -175,12 +178,20 @@ fn test(args: &[String]) -> Result<()> {
             let mut c = Command::new("bash");
             c.args(["-euo", "pipefail", "-c", cmd]);
             env(&mut c);
-            run(&mut c).with_context(|| format!("prepare step of area {name} in xtask/needs.toml"))?;
+            run(&mut c)
+                .with_context(|| format!("prepare step of area {name} in xtask/needs.toml"))?;
         }
     }
     if !args.iter().any(|a| a == "--no-clippy") {
         let mut c = Command::new("cargo");
-        c.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+        c.args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]);
         env(&mut c);
         run(&mut c)?;
     }
@@ -193,7 +204,10 @@ fn test(args: &[String]) -> Result<()> {
 
 fn demo(args: &[String]) -> Result<()> {
     let root = root();
-    let sweep = args.first().map_or("sweeps/demo.toml", String::as_str).to_string();
+    let sweep = args
+        .first()
+        .map_or("sweeps/demo.toml", String::as_str)
+        .to_string();
     // The demo's own needs: the sandbox, databases and Chromium from Debian, Python for the servers.
     let needs = load_needs(&root)?;
     let mut apt: Vec<String> = needs.areas.values().flat_map(|a| a.apt.clone()).collect();
@@ -209,25 +223,47 @@ fn demo(args: &[String]) -> Result<()> {
     for bin in ["agentrank-run", "agentrank-analyze", "agentrank-site"] {
         run(&mut build(bin))?;
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let exe = |bin: &str| {
         let mut c = Command::new(target.join("debug").join(bin));
         c.current_dir(&root);
         c
     };
     run(exe("agentrank-run").args(["install", "--sweep", &sweep]))?;
-    let out = exe("agentrank-run")
-        .args(["sweep", &sweep, "--out", "bundles"])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("running the demo sweep")?;
-    let bundle = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if bundle.is_empty() {
-        bail!("the demo sweep did not produce a bundle (exit {})", out.status);
-    }
+    // A sealed bundle is never rewritten: a second demo run analyses the one already there.
+    let stem = Path::new(&sweep)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let existing = root.join("bundles").join(&stem);
+    let (bundle, swept_ok) = if existing.join("manifest.json").exists() {
+        eprintln!(
+            "xtask: {} is already sealed; analysing it again (remove it to run the sweep again)",
+            existing.display()
+        );
+        (existing.display().to_string(), true)
+    } else {
+        let out = exe("agentrank-run")
+            .args(["sweep", &sweep, "--out", "bundles"])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .context("running the demo sweep")?;
+        let bundle = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if bundle.is_empty() {
+            bail!(
+                "the demo sweep did not produce a bundle (exit {})",
+                out.status
+            );
+        }
+        (bundle, out.status.success())
+    };
     run(exe("agentrank-run").args(["verify", &bundle]))?;
     let analysis = root.join("analysis/demo");
-    run(exe("agentrank-analyze").arg(&bundle).arg("--out").arg(&analysis))?;
+    run(exe("agentrank-analyze")
+        .arg(&bundle)
+        .arg("--out")
+        .arg(&analysis))?;
     let site = root.join("site");
     run(exe("agentrank-site")
         .arg(&bundle)
@@ -238,8 +274,8 @@ fn demo(args: &[String]) -> Result<()> {
     println!("bundle:   {bundle}");
     println!("analysis: {}", analysis.display());
     println!("site:     {}", site.join("index.html").display());
-    if !out.status.success() {
-        bail!("the demo sweep finished with exit {} (see above)", out.status);
+    if !swept_ok {
+        bail!("the demo sweep finished with a problem (see above): the bundle is sealed but void");
     }
     Ok(())
 }
