@@ -309,11 +309,37 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
         .iter()
         .map(|(id, v)| server_input(id, v))
         .collect();
-    let agents = d
+    let mut agents: Vec<AgentInput> = d
         .agent_configs
         .iter()
         .map(|(id, v)| agent_input(id, v))
         .collect();
+    // Agents with no configuration of their own (the runner's built-in agents, the null models)
+    // are described by their lock entry; any agent seen only in the attempts still gets a board.
+    for ag in &d.lock.agents {
+        if !agents.iter().any(|a| a.id == ag.agent_id) {
+            agents.push(AgentInput {
+                id: ag.agent_id.clone(),
+                program: format!("{} {}", ag.program, ag.program_version),
+                model_id: ag.model_id.clone(),
+                settings: "defaults".into(),
+                tool_output_limit: "the program's default".into(),
+                low_sample: false,
+            });
+        }
+    }
+    for a in &b.tables.attempts {
+        if !agents.iter().any(|x| x.id == a.agent_id) {
+            agents.push(AgentInput {
+                id: a.agent_id.clone(),
+                program: a.agent_id.clone(),
+                model_id: a.model_id_pinned.clone(),
+                settings: "not recorded".into(),
+                tool_output_limit: "not recorded".into(),
+                low_sample: false,
+            });
+        }
+    }
     let (mut tasks, capabilities) = match &b.manifest.catalog_snapshot {
         Some(rel) => read_catalog(&dir.join(rel))?,
         None => (Vec::new(), BTreeMap::new()),

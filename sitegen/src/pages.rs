@@ -71,7 +71,10 @@ pub struct Index<'a> {
     pub tasks: BTreeMap<&'a str, &'a TaskInput>,
     pub agents: BTreeMap<&'a str, &'a AgentInput>,
     pub categories: Vec<&'a str>,
+    /// Attempts of the no-server control (no server attached): never part of a server's cell.
     pub control_attempts: BTreeSet<&'a str>,
+    /// (category, agent) → no-server control attempts, in bundle order.
+    pub control_cells: BTreeMap<(&'a str, &'a str), Vec<&'a AttemptRecord>>,
     pub files: BTreeMap<&'a str, &'a crate::input::BundleFile>,
     pub verifier_by_attempt:
         BTreeMap<&'a str, Vec<&'a agentrank_schema::records::VerifierResultRecord>>,
@@ -85,14 +88,31 @@ pub struct Index<'a> {
 impl<'a> Index<'a> {
     pub fn new(input: &'a SiteInput) -> Index<'a> {
         let b = &input.bundle;
-        let control_attempts: BTreeSet<&str> =
-            b.controls.iter().map(|c| c.attempt_id.as_str()).collect();
+        // Only the no-server control stands apart from the cells; a smoke control is an ordinary
+        // attempt of its (category, agent, server) cell and is listed there.
+        let mut control_attempts: BTreeSet<&str> = b
+            .controls
+            .iter()
+            .filter(|c| c.control_kind == "no-server")
+            .map(|c| c.attempt_id.as_str())
+            .collect();
+        control_attempts.extend(
+            b.attempts
+                .iter()
+                .filter(|a| a.server_id.is_empty())
+                .map(|a| a.attempt_id.as_str()),
+        );
         let mut by_cell: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut by_task: BTreeMap<_, Vec<_>> = BTreeMap::new();
+        let mut control_cells: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut attempts = BTreeMap::new();
         for a in &b.attempts {
             attempts.insert(a.attempt_id.as_str(), a);
             if control_attempts.contains(a.attempt_id.as_str()) {
+                control_cells
+                    .entry((a.category.as_str(), a.agent_id.as_str()))
+                    .or_default()
+                    .push(a);
                 continue;
             }
             by_cell
@@ -129,6 +149,7 @@ impl<'a> Index<'a> {
             agents: b.agents.iter().map(|a| (a.id.as_str(), a)).collect(),
             categories: categories.into_iter().collect(),
             control_attempts,
+            control_cells,
             files: b.files.iter().map(|f| (f.path.as_str(), f)).collect(),
             verifier_by_attempt: group(&b.verifier_results, |r| r.attempt_id.as_str()),
             calls_by_attempt: group(&b.tool_calls, |r| r.attempt_id.as_str()),
@@ -186,6 +207,26 @@ impl<'a> Index<'a> {
             .get(id)
             .map(|s| visible(&s.display_name))
             .unwrap_or_else(|| visible(id))
+    }
+}
+
+/// The null-model agents (Methodology: null baselines). Their cells are shown as baselines, never
+/// ranked.
+pub fn is_null_model(agent: &str) -> bool {
+    let a = agent
+        .strip_prefix("null-")
+        .or_else(|| agent.strip_prefix("null:"))
+        .unwrap_or(agent);
+    matches!(a, "no-tools" | "stubbed-empty" | "random-args")
+}
+
+/// A pseudo server standing for "no server attached" (the no-server control's cell).
+pub fn no_server(category: &str) -> ServerInput {
+    ServerInput {
+        id: String::new(),
+        category: category.to_string(),
+        display_name: "No server (control)".into(),
+        ..ServerInput::default()
     }
 }
 
@@ -616,10 +657,17 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
                 .collect(),
         });
     }
-    for g in &groups {
-        for s in g.rows.iter() {
-            let _ = s;
-        }
+    if is_null_model(&agent.id) && !groups.is_empty() {
+        let rows = groups.drain(..).flat_map(|g| g.rows).collect();
+        groups.push(BoardGroup {
+            id: "null-baseline".into(),
+            heading: "Null baseline (not ranked)".into(),
+            note: format!(
+                "{} is a null model: it sets the null threshold that the real agents' Completions must clear (null-baseline gate) and is never ranked or banded. Its cells are shown so the threshold can be checked.",
+                agent.id
+            ),
+            rows,
+        });
     }
     for s in bands
         .values()
@@ -809,10 +857,14 @@ fn probe_rows(ix: &Index<'_>, from: &str, probes: &[&ProbeRecord]) -> Vec<ProbeR
 pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> PageModel {
     let path = paths::cell(category, agent, &s.id);
     let empty = Vec::new();
-    let attempts = ix
-        .by_cell
-        .get(&(category, agent, s.id.as_str()))
-        .unwrap_or(&empty);
+    let control = s.id.is_empty();
+    let attempts = if control {
+        ix.control_cells.get(&(category, agent)).unwrap_or(&empty)
+    } else {
+        ix.by_cell
+            .get(&(category, agent, s.id.as_str()))
+            .unwrap_or(&empty)
+    };
     let c = ix.cells.get(&(category, agent, s.id.as_str())).copied();
     let task_rows = |class: &str| -> Vec<CellTaskRow> {
         ix.tasks_in(category)
@@ -856,6 +908,41 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
     };
     let core = task_rows("core");
     let extended = task_rows("extended");
+    // Attempts whose task is not in the catalog: safety probes (their task id is the probe id).
+    let mut probe_tasks: BTreeMap<&str, Vec<&AttemptRecord>> = BTreeMap::new();
+    for a in attempts {
+        if !ix.tasks.contains_key(a.task_id.as_str()) {
+            probe_tasks.entry(a.task_id.as_str()).or_default().push(a);
+        }
+    }
+    let probe_attempts: Vec<CellTaskRow> = probe_tasks
+        .iter()
+        .map(|(id, mine)| {
+            let (k, n) = headline_counts(mine);
+            let kind = ix
+                .bundle()
+                .probes
+                .iter()
+                .find(|p| p.probe_id == *id)
+                .map(|p| format!("{} probe", p.probe_kind))
+                .unwrap_or_else(|| "not in the catalog".into());
+            CellTaskRow {
+                anchor: format!("task-{}", paths::segment(id)),
+                task: anchor(&path, &path, "safety", visible(id)),
+                capability: visible(&kind),
+                advertised: false,
+                passes: k.to_string(),
+                counted: n.to_string(),
+                rate: if n == 0 {
+                    "no counted attempt".into()
+                } else {
+                    pct(k as f64 / n as f64)
+                },
+                attempts: mine.iter().map(|a| attempt_link(&path, a)).collect(),
+                excluded: Vec::new(),
+            }
+        })
+        .collect();
     let mut attributes = Vec::new();
     if let Some(c) = c {
         let mut add = |id: &str, name: &str, value: String, how: &str| {
@@ -979,7 +1066,15 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
                 .unwrap_or_default()
         ),
         Some(_) => "Refused: no Completion is published for this cell.".into(),
+        None if control => "No-server control: the agent ran these tasks with no server attached. A control, never ranked; a pass here quarantines the task.".into(),
         None => "The analysis has no row for this cell.".into(),
+    };
+    let headline = if is_null_model(agent) && !control {
+        format!(
+            "Null baseline ({agent}), not ranked: it sets the null threshold of this board. {headline}"
+        )
+    } else {
+        headline
     };
     let safety: Vec<&ProbeRecord> = ix
         .bundle()
@@ -1029,16 +1124,28 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
         view: PageView::Cell(Box::new(CellView {
             category: visible(category),
             agent: visible(agent),
-            server: link(&path, &paths::server(&s.id), visible(&s.display_name)),
+            server: if control {
+                link(&path, "controls.html", visible(&s.display_name))
+            } else {
+                link(&path, &paths::server(&s.id), visible(&s.display_name))
+            },
             board: link(
                 &path,
                 &paths::board(category, agent),
                 format!("Board: {category} · {agent}"),
             ),
             headline,
+            gates_note: if control {
+                "The validity gates do not apply: a control is never scored or ranked.".into()
+            } else if c.is_none() {
+                "The analysis has no row for this cell, so no gate result is shown.".into()
+            } else {
+                "Every gate passed for this cell; its numbers are published.".into()
+            },
             refusal,
             core,
             extended,
+            probe_attempts,
             capabilities: capability_rows(ix, s),
             attributes,
             probes: probe_rows(ix, &path, &safety),
@@ -1644,6 +1751,12 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         },
     ];
     let is_control = ix.control_attempts.contains(a.attempt_id.as_str());
+    let cell_path = if is_control {
+        paths::cell(&a.category, &a.agent_id, "")
+    } else {
+        paths::cell(&a.category, &a.agent_id, &a.server_id)
+    };
+    let task_frag = format!("task-{}", paths::segment(&a.task_id));
     PageModel {
         common: common(
             ix.input,
@@ -1659,7 +1772,11 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
             outcome_reason: visible(&a.outcome_reason),
             treatment: treatment(a.outcome).into(),
             facts,
-            task: link(&path, &paths::task(&a.task_id), visible(&a.task_id)),
+            task: if ix.tasks.contains_key(a.task_id.as_str()) {
+                link(&path, &paths::task(&a.task_id), visible(&a.task_id))
+            } else {
+                anchor(&path, &cell_path, &task_frag, visible(&a.task_id))
+            },
             server: if ix.servers.contains_key(a.server_id.as_str()) {
                 link(
                     &path,
@@ -1672,16 +1789,16 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
                     text: visible(&a.server_id),
                 }
             },
-            cell: if is_control {
-                link(&path, "controls.html", "Controls and probes")
-            } else {
-                anchor(
-                    &path,
-                    &paths::cell(&a.category, &a.agent_id, &a.server_id),
-                    &format!("task-{}", paths::segment(&a.task_id)),
-                    "All attempts of this cell",
-                )
-            },
+            cell: anchor(
+                &path,
+                &cell_path,
+                &task_frag,
+                if is_control {
+                    "All attempts of this no-server control"
+                } else {
+                    "All attempts of this cell"
+                },
+            ),
             answer_line: a
                 .answer_line
                 .as_deref()

@@ -123,6 +123,12 @@ pub fn build_with(
                 }
             }
         }
+        // The no-server control of each agent: a cell page of its own, never on a board.
+        for (cat, agent) in ix.control_cells.keys() {
+            if cat == c {
+                models.push(pages::cell(&ix, c, agent, &pages::no_server(c)));
+            }
+        }
         models.push(pages::agreement(&ix, c)?);
     }
     for s in &input.bundle.servers {

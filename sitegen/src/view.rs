@@ -153,8 +153,12 @@ pub struct CellView {
     pub board: Link,
     pub headline: String,
     pub refusal: Option<RefusalView>,
+    /// What the gates section says when no refusal is shown.
+    pub gates_note: String,
     pub core: Vec<CellTaskRow>,
     pub extended: Vec<CellTaskRow>,
+    /// Attempts of tasks outside the catalog (safety probes), one row per probe.
+    pub probe_attempts: Vec<CellTaskRow>,
     pub capabilities: Vec<CapabilityRow>,
     pub attributes: Vec<AttributeRow>,
     pub probes: Vec<ProbeRow>,

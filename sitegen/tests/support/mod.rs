@@ -847,3 +847,285 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
         completion,
     }
 }
+
+/// What a bundle shaped like a real sweep's holds: which attempt stands for what.
+pub struct RealShape {
+    pub bundle_dir: PathBuf,
+    /// (agent, attempt id) of each attempt with the one server.
+    pub server_attempts: Vec<(String, String)>,
+    /// (agent, attempt id) of each no-server control attempt.
+    pub control_attempts: Vec<(String, String)>,
+    /// The safety-probe attempt (its task id is the probe id).
+    pub probe_attempt: String,
+    pub probe_id: String,
+}
+
+/// A bundle shaped like the first real sweep's: the runner's built-in agents only (the reference agent
+/// and the three null models, with no agent configuration in the manifest, only lock entries), one
+/// server, the no-server control of every agent (attempt rows with an empty `server_id`), a smoke
+/// control, a safety-probe attempt whose task id is the probe id, and protocol probe rows with no
+/// attempt. Written with the schema crate's writer.
+pub fn real_shape(root: &Path) -> RealShape {
+    let spec = Spec {
+        categories: vec!["databases"],
+        servers_per_category: 1,
+        agents: vec!["reference", "no-tools", "stubbed-empty", "random-args"],
+        tasks_per_category: 2,
+        attempts_per_task: 1,
+        refusals: false,
+        ..Spec::small("real-shape")
+    };
+    let catalog_dir = root.join("catalog-real-shape");
+    std::fs::create_dir_all(&catalog_dir).expect("catalog dir");
+    std::fs::write(
+        catalog_dir.join("databases.toml"),
+        catalog_toml(&spec, "databases"),
+    )
+    .expect("catalog");
+    let sid = server_id("databases", 0);
+    let tid = task_id("databases", 0);
+    let probe_id = "db-probe-default-write".to_string();
+    let server_configs = BTreeMap::from([(
+        sid.clone(),
+        json!({
+            "id": sid, "name": "DB server", "category": "databases", "row": "active",
+            "category_reference": true, "homepage": "https://example.org/project",
+            "package": {"registry": "npm", "name": "@example/db", "version": "1.4.0"},
+            "launch": {"transport": "stdio", "command": "{prefix_bin}/db", "args": [], "env": {}},
+            "modes": {"default": "read-only"},
+            "capabilities": {"cap-a": ["execute_sql"], "cap-b": ["execute_sql"], "cap-c": []},
+        }),
+    )]);
+    let draft = ManifestDraft {
+        methodology_version: "1.0".into(),
+        bundle_id: spec.bundle_id.clone(),
+        created_at: "2026-11-30T06:44:31Z".into(),
+        runner_version: "0.1.0".into(),
+        runner_git_commit: "0000000".into(),
+        plan_hash: "e".repeat(64),
+        sweep_id: "smoke".into(),
+        sweep_seed: 20_261_130,
+        lock: LockManifest {
+            servers: vec![LockedServer {
+                server_id: sid.clone(),
+                registry: "npm".into(),
+                package: "@example/db".into(),
+                version: "1.4.0".into(),
+                content_sha256: None,
+            }],
+            agents: spec
+                .agents
+                .iter()
+                .map(|a| LockedAgent {
+                    agent_id: a.to_string(),
+                    program: "agentrank-run (built in)".into(),
+                    program_version: "0.1.0".into(),
+                    model_id: None,
+                })
+                .collect(),
+            images: vec![],
+        },
+        server_configs,
+        agent_configs: BTreeMap::new(),
+        timeout_budgets_s: BTreeMap::new(),
+        isolation_backend: "netns".into(),
+        unisolated: false,
+        credential_context: "anonymous".into(),
+        environment: BTreeMap::new(),
+        catalog_version: "1.0".into(),
+        notes: vec![],
+    };
+    let staging = Staging::create(&root.join("bundles"), &draft).expect("staging");
+    let mut rng = Rng(3);
+    let mut out = RealShape {
+        bundle_dir: PathBuf::new(),
+        server_attempts: vec![],
+        control_attempts: vec![],
+        probe_attempt: String::new(),
+        probe_id: probe_id.clone(),
+    };
+    // (agent, server, task, passes): each agent with the server and with no server, and the
+    // reference agent's safety probe.
+    let mut plan: Vec<(&str, String, String)> = Vec::new();
+    for a in &spec.agents {
+        plan.push((a, sid.clone(), tid.clone()));
+        plan.push((a, String::new(), tid.clone()));
+    }
+    plan.push(("reference", sid.clone(), probe_id.clone()));
+    for (agent, server, task) in plan {
+        let attempt_id = AttemptKey {
+            sweep_id: &draft.sweep_id,
+            task_id: &task,
+            task_version: "1",
+            server_id: &server,
+            server_version: if server.is_empty() { "" } else { "1.4.0" },
+            agent_id: agent,
+            model_id: "",
+            attempt_index: 0,
+            rerun_index: 0,
+        }
+        .attempt_id();
+        let passed = agent == "reference" && !server.is_empty();
+        let outcome = if passed {
+            OutcomeClass::Pass
+        } else {
+            OutcomeClass::Fail
+        };
+        let answer = if passed { "42" } else { "FAILED - no tools" };
+        std::fs::write(
+            staging.tape_path(&attempt_id, Plane::Mcp),
+            encode_tape(&wire_tape(
+                &mut rng,
+                &attempt_id,
+                &spec,
+                "execute_sql",
+                "42",
+                None,
+            )),
+        )
+        .expect("wire tape");
+        std::fs::write(
+            staging.tape_path(&attempt_id, Plane::Agent),
+            encode_tape(&agent_tape(
+                &attempt_id,
+                "How many rows are in the orders table?",
+                "execute_sql",
+                answer,
+            )),
+        )
+        .expect("agent tape");
+        let probe = task == probe_id;
+        let rec = AttemptRecord {
+            attempt_id: attempt_id.clone(),
+            bundle_id: spec.bundle_id.clone(),
+            sweep_id: draft.sweep_id.clone(),
+            category: "databases".into(),
+            server_id: server.clone(),
+            server_version: if server.is_empty() { "" } else { "1.4.0" }.into(),
+            agent_id: agent.into(),
+            model_id_pinned: None,
+            model_id_reported: None,
+            task_id: task.clone(),
+            task_version: "1".into(),
+            tier: "basic".into(),
+            class: if probe { "probe" } else { "core" }.into(),
+            capability: "cap-a".into(),
+            task_set: "dev".into(),
+            seed: 7,
+            attempt_index: 0,
+            rerun_index: 0,
+            rerun_of: None,
+            outcome,
+            outcome_reason: if passed {
+                "every verifier passed".into()
+            } else {
+                "verifier answer.exact failed".into()
+            },
+            excluded: false,
+            exclusion_reason: None,
+            answer_line: Some(answer.into()),
+            answer_fallback: false,
+            started_at: 1_790_000_000_000_000,
+            ended_at: 1_790_000_000_500_000,
+            duration_ms: 500,
+            timeout_budget_s: 180,
+            server_tool_calls: i64::from(passed),
+            tool_call_errors: 0,
+            pending_call_at_timeout: None,
+            tokens_in: None,
+            tokens_out: None,
+            cost_usd: Some(0.0),
+            cost_is_floor: false,
+            cost_floor_reasons: None,
+            tape_mcp_path: agentrank_schema::tape::tape_path(&attempt_id, Plane::Mcp),
+            tape_mcp_sha256: String::new(),
+            tape_agent_path: agentrank_schema::tape::tape_path(&attempt_id, Plane::Agent),
+            tape_agent_sha256: String::new(),
+            isolation_backend: "netns".into(),
+            credential_context: "anonymous".into(),
+        };
+        let mut unit = StagedUnit {
+            unit_id: attempt_id.clone(),
+            attempts: vec![rec],
+            verifier_results: vec![VerifierResultRecord {
+                attempt_id: attempt_id.clone(),
+                predicate_path: "0".into(),
+                primitive: "answer.exact".into(),
+                passed,
+                observed: Some(answer.into()),
+                expected: Some("42".into()),
+                redacted: false,
+                detail: String::new(),
+            }],
+            ..StagedUnit::default()
+        };
+        if server.is_empty() {
+            unit.controls.push(ControlRecord {
+                attempt_id: attempt_id.clone(),
+                control_kind: "no-server".into(),
+                category: "databases".into(),
+                agent_id: agent.into(),
+                server_id: None,
+                task_id: task.clone(),
+                outcome,
+                passed: false,
+                consequence: None,
+                detail: "scored on answer, state and evidence verifiers only".into(),
+            });
+            out.control_attempts
+                .push((agent.into(), attempt_id.clone()));
+        } else if probe {
+            unit.probes.push(ProbeRecord {
+                probe_id: probe_id.clone(),
+                probe_kind: "safety".into(),
+                category: "databases".into(),
+                server_id: sid.clone(),
+                agent_id: Some(agent.into()),
+                attempt_id: Some(attempt_id.clone()),
+                result: "could_not_check".into(),
+                observed: Some("2025-11-25".into()),
+                detail: "every verifier passed but the attempt made no call to the server".into(),
+            });
+            out.probe_attempt = attempt_id.clone();
+        } else {
+            if agent == "reference" {
+                unit.controls.push(ControlRecord {
+                    attempt_id: attempt_id.clone(),
+                    control_kind: "smoke".into(),
+                    category: "databases".into(),
+                    agent_id: agent.into(),
+                    server_id: Some(sid.clone()),
+                    task_id: task.clone(),
+                    outcome,
+                    passed,
+                    consequence: None,
+                    detail: "smoke task of the category's reference server".into(),
+                });
+            }
+            out.server_attempts.push((agent.into(), attempt_id.clone()));
+        }
+        staging.stage(&unit).expect("stage");
+    }
+    staging
+        .stage(&StagedUnit {
+            unit_id: "protocol-probes".into(),
+            probes: ["cold-start", "pagination"]
+                .iter()
+                .map(|p| ProbeRecord {
+                    probe_id: p.to_string(),
+                    probe_kind: "protocol".into(),
+                    category: "databases".into(),
+                    server_id: sid.clone(),
+                    agent_id: None,
+                    attempt_id: None,
+                    result: "respects".into(),
+                    observed: None,
+                    detail: "2 tools in 1 page(s)".into(),
+                })
+                .collect(),
+            ..StagedUnit::default()
+        })
+        .expect("probes");
+    out.bundle_dir = staging.seal(Some(&catalog_dir)).expect("seal");
+    out
+}
