@@ -562,7 +562,9 @@ fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallE
     let pkg = &server.package;
     let python = match &pkg.python {
         Some(v) => find_python(v)?,
-        None if Path::new(SYSTEM_BIN).join("python3").exists() => Path::new(SYSTEM_BIN).join("python3"),
+        None if Path::new(SYSTEM_BIN).join("python3").exists() => {
+            Path::new(SYSTEM_BIN).join("python3")
+        }
         None => PathBuf::from("python3"),
     };
     let venv = dir.join("venv");
