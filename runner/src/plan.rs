@@ -267,24 +267,18 @@ fn slot(
     task_version: &str,
     attempt_index: u32,
 ) -> PlannedAttempt {
-    let kind_tag = match kind {
-        SlotKind::Scored => "",
-        SlotKind::NoServerControl => "control:",
-        SlotKind::SafetyProbe => "probe:",
-    };
-    let task_key = format!("{kind_tag}{task_id}");
-    let attempt_id = AttemptKey {
-        sweep_id: &sweep.sweep_id,
-        task_id: &task_key,
+    let attempt_id = slot_id(
+        sweep,
+        kind,
+        task_id,
         task_version,
         server_id,
         server_version,
         agent_id,
         model_id,
         attempt_index,
-        rerun_index: 0,
-    }
-    .attempt_id();
+        0,
+    );
     PlannedAttempt {
         seed: derive_seed(sweep.seed, &attempt_id),
         attempt_id,
@@ -300,26 +294,53 @@ fn slot(
     }
 }
 
-/// The id and seed of the `rerun`-th re-run of a slot (after an excluded re-run class).
-pub fn rerun_slot(sweep: &SweepConfig, slot: &PlannedAttempt, rerun: u32) -> PlannedAttempt {
-    let kind_tag = match slot.kind {
+/// The content-derived id of a slot: controls and probes are keyed apart from scored tasks.
+#[allow(clippy::too_many_arguments)]
+fn slot_id(
+    sweep: &SweepConfig,
+    kind: SlotKind,
+    task_id: &str,
+    task_version: &str,
+    server_id: &str,
+    server_version: &str,
+    agent_id: &str,
+    model_id: &str,
+    attempt_index: u32,
+    rerun_index: u32,
+) -> String {
+    let kind_tag = match kind {
         SlotKind::Scored => "",
         SlotKind::NoServerControl => "control:",
         SlotKind::SafetyProbe => "probe:",
     };
-    let task_key = format!("{kind_tag}{}", slot.task_id);
-    let attempt_id = AttemptKey {
+    AttemptKey {
         sweep_id: &sweep.sweep_id,
-        task_id: &task_key,
-        task_version: &slot.task_version,
-        server_id: &slot.server_id,
-        server_version: &slot.server_version,
-        agent_id: &slot.agent_id,
-        model_id: &slot.model_id,
-        attempt_index: slot.attempt_index,
-        rerun_index: rerun,
+        task_id: &format!("{kind_tag}{task_id}"),
+        task_version,
+        server_id,
+        server_version,
+        agent_id,
+        model_id,
+        attempt_index,
+        rerun_index,
     }
-    .attempt_id();
+    .attempt_id()
+}
+
+/// The id and seed of the `rerun`-th re-run of a slot (after an excluded re-run class).
+pub fn rerun_slot(sweep: &SweepConfig, slot: &PlannedAttempt, rerun: u32) -> PlannedAttempt {
+    let attempt_id = slot_id(
+        sweep,
+        slot.kind,
+        &slot.task_id,
+        &slot.task_version,
+        &slot.server_id,
+        &slot.server_version,
+        &slot.agent_id,
+        &slot.model_id,
+        slot.attempt_index,
+        rerun,
+    );
     PlannedAttempt {
         seed: derive_seed(sweep.seed, &attempt_id),
         attempt_id,

@@ -1,7 +1,7 @@
 //! Reading an attempt's wire tape back: the verifier's view (server calls and tool results), the tool
 //! names the server listed, and one `tool_calls` row per `tools/call` with its timing and status.
 
-use crate::verify::wire::{WireDir, WireSummary, summarize};
+use crate::verify::wire::{WireDir, WireSummary, messages, summarize};
 use agentrank_schema::records::ToolCallRecord;
 use agentrank_schema::tape::{Dir, TapeLine};
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,14 +12,6 @@ pub struct WireView {
     pub summary: WireSummary,
     /// Every tool name the server listed in any `tools/list` result.
     pub listed_tools: BTreeSet<String>,
-}
-
-fn messages(raw: &str) -> Vec<serde_json::Value> {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(serde_json::Value::Array(batch)) => batch,
-        Ok(v) => vec![v],
-        Err(_) => Vec::new(),
-    }
 }
 
 /// Summarizes a wire tape's lines.

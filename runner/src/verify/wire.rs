@@ -68,7 +68,8 @@ fn result_text(result: &serde_json::Value) -> (String, bool) {
     (parts.join("\n"), image)
 }
 
-fn messages(raw: &str) -> Vec<serde_json::Value> {
+/// The JSON-RPC messages of one wire line (a batch gives several; a non-JSON line none).
+pub fn messages(raw: &str) -> Vec<serde_json::Value> {
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(serde_json::Value::Array(batch)) => batch,
         Ok(v) => vec![v],
