@@ -24,6 +24,7 @@ pub mod dataset;
 pub mod fixture_host;
 pub mod mcp;
 pub mod plan;
+pub mod redact;
 pub mod roster;
 pub mod sandbox;
 pub mod sidecar;

@@ -205,6 +205,7 @@ fn draft_for(
     notes.push(format!(
         "timeout budget: {timeout_s} s for every agent, the floor of Methodology §6.4; this runner does not yet calibrate it from the calibration tasks' 95th-percentile duration"
     ));
+    notes.push(crate::redact::MANIFEST_NOTE.into());
     if sweep.attempts == AttemptRule::Single {
         notes.push(
             "attempt rule: single (one attempt per cell; not the pre-registered adaptive rule)"
@@ -336,7 +337,7 @@ fn run_cell(
                     .attempts
                     .first()
                     .map_or(OutcomeClass::HarnessError, |a| a.outcome);
-                env.staging.stage(&unit)?;
+                env.staging.stage(&env.redactor.apply_record(&unit))?;
                 progress
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -443,6 +444,10 @@ pub fn execute(
         credential_context: sweep.credential_context.clone(),
         chromium: opts.chromium.clone(),
         protocol_probes: sweep.probes,
+        redactor: std::sync::Arc::new(crate::redact::HostRedactor::for_sweep(
+            &opts.cache_dir,
+            &opts.out_dir,
+        )),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -465,9 +470,9 @@ pub fn execute(
     let resumed = std::sync::atomic::AtomicUsize::new(0);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failed: std::sync::Mutex<Option<SweepError>> = Default::default();
-    // Cells are independent: `jobs` workers take them in plan order. Each worker thread lives for the
-    // whole run, so the servers it starts (which die with the thread that started them) outlive their
-    // attempts.
+    // Cells are independent: `jobs` workers take them in plan order. A worker ends when no cell is
+    // left, while others may still be running: what outlives one attempt (the database sidecars) is
+    // started by a thread of its own (see `Databases`).
     std::thread::scope(|scope| {
         for _ in 0..opts.jobs.max(1) {
             scope.spawn(|| {

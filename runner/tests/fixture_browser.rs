@@ -135,6 +135,7 @@ fn chromium(world: &mut World, url: &str) -> String {
         .collect(),
         env: BTreeMap::new(),
         read_only_paths: Vec::new(),
+        read_only_maps: Vec::new(),
     };
     let mut child = world.spawn(&cmd).expect("spawn chromium");
     drop(child.stdin.take());

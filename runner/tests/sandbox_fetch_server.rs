@@ -151,6 +151,7 @@ fn official_fetch_server_fetches_the_fixture_with_its_defaults() {
             args: Vec::new(),
             env: BTreeMap::new(),
             read_only_paths: vec![venv.clone()],
+            read_only_maps: Vec::new(),
         })
         .expect("spawn fetch server");
     let stdout = child.stdout.take().expect("stdout");

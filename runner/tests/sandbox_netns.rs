@@ -47,6 +47,7 @@ fn sh(script: &str) -> ServerCommand {
         args: vec!["-c".into(), script.into()],
         env: BTreeMap::from([("DECLARED_SETTING".to_owned(), "declared-value".to_owned())]),
         read_only_paths: Vec::new(),
+        read_only_maps: Vec::new(),
     }
 }
 

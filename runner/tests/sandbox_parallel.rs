@@ -28,6 +28,7 @@ fn run(world: &mut World, script: &str, env: BTreeMap<String, String>) -> String
         args: vec!["-c".into(), script.into()],
         env,
         read_only_paths: Vec::new(),
+        read_only_maps: Vec::new(),
     };
     let mut child = world.spawn(&cmd).expect("spawn");
     drop(child.stdin.take());

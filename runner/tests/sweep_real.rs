@@ -135,5 +135,35 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
             a.outcome
         );
     }
+    // Both tapes of every attempt are in the bundle, and no host path reached a tape or a record:
+    // servers' stack traces name their install paths, which the runner replaces before staging.
+    let mut needles: Vec<String> = vec![
+        cache.display().to_string(),
+        root.display().to_string(),
+        out.path().display().to_string(),
+    ];
+    if let Ok(home) = std::env::var("HOME")
+        && home.len() > 4
+    {
+        needles.push(format!("{home}/"));
+    }
+    let leaks = |what: &str, text: &str| -> Vec<String> {
+        needles
+            .iter()
+            .filter(|n| text.contains(n.as_str()))
+            .map(|n| format!("{what} names the host path {n}"))
+            .collect()
+    };
+    let mut found = leaks("a table", &format!("{:?}", b.tables));
+    for a in &b.tables.attempts {
+        for p in [&a.tape_mcp_path, &a.tape_agent_path] {
+            let file = std::fs::File::open(dir.join(p))
+                .unwrap_or_else(|e| panic!("attempt {}: tape {p}: {e}", a.attempt_id));
+            let bytes = zstd::decode_all(file).unwrap_or_else(|e| panic!("tape {p}: {e}"));
+            found.extend(leaks(p, &String::from_utf8_lossy(&bytes)));
+        }
+    }
+    found.truncate(10);
+    assert!(found.is_empty(), "host paths published: {found:#?}");
     eprintln!("{report}");
 }

@@ -46,10 +46,21 @@ fn setup(attempt: &str, message: impl Into<String>) -> SetupError {
     }
 }
 
+/// A request to the sidecar keeper: start a server with this configuration and send it back.
+type StartRequest = (
+    SidecarConfig,
+    std::sync::mpsc::Sender<Result<Sidecar, crate::sidecar::SidecarError>>,
+);
+
 /// Database servers shared by a sweep's attempts, started on first use.
+///
+/// A sidecar dies with the *thread* that spawned it (its parent-death signal), and attempts run on
+/// worker threads that come and go, so every sidecar is started by one keeper thread that lives as long
+/// as this value.
 pub struct Databases {
     parent: PathBuf,
     sidecars: Mutex<BTreeMap<&'static str, Sidecar>>,
+    keeper: Mutex<Option<std::sync::mpsc::Sender<StartRequest>>>,
 }
 
 impl std::fmt::Debug for Databases {
@@ -62,10 +73,43 @@ impl std::fmt::Debug for Databases {
 
 impl Databases {
     pub fn new(parent: PathBuf) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<StartRequest>();
+        // The keeper ends when the last sender is dropped (in `Drop`, after the sidecars are gone).
+        let spawned = std::thread::Builder::new()
+            .name("sidecar-keeper".into())
+            .spawn(move || {
+                for (cfg, reply) in rx {
+                    let _ = reply.send(Sidecar::start(&cfg));
+                }
+            });
         Databases {
             parent,
             sidecars: Mutex::new(BTreeMap::new()),
+            keeper: Mutex::new(spawned.ok().map(|_| tx)),
         }
+    }
+
+    /// Starts a sidecar on the keeper thread (or, if that thread could not be made, on this one).
+    fn start(&self, cfg: SidecarConfig) -> Result<Sidecar, crate::sidecar::SidecarError> {
+        let keeper = self
+            .keeper
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(keeper) = keeper {
+            let (reply, answer) = std::sync::mpsc::channel();
+            if let Err(std::sync::mpsc::SendError((cfg, _))) = keeper.send((cfg, reply)) {
+                return Sidecar::start(&cfg);
+            }
+            if let Ok(result) = answer.recv() {
+                return result;
+            }
+            return Err(crate::sidecar::SidecarError::Io {
+                what: "the sidecar keeper thread ended".into(),
+                source: std::io::Error::other("keeper gone"),
+            });
+        }
+        Sidecar::start(&cfg)
     }
 
     fn with<R>(
@@ -80,7 +124,7 @@ impl Databases {
         if !map.contains_key(engine.as_str()) {
             let mut cfg = SidecarConfig::new(engine);
             cfg.parent_dir = Some(self.parent.clone());
-            map.insert(engine.as_str(), Sidecar::start(&cfg)?);
+            map.insert(engine.as_str(), self.start(cfg)?);
         }
         Ok(f(&map[engine.as_str()]))
     }
@@ -94,6 +138,16 @@ impl Databases {
         for (_, s) in std::mem::take(&mut *map) {
             let _ = s.stop(Duration::from_secs(20));
         }
+    }
+}
+
+impl Drop for Databases {
+    fn drop(&mut self) {
+        self.stop_all();
+        self.keeper
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
     }
 }
 
@@ -114,6 +168,8 @@ pub struct AttemptEnv<'a> {
     pub chromium: String,
     /// Run each server's protocol probes (on its reference smoke attempt).
     pub protocol_probes: bool,
+    /// Host paths replaced in tapes and records before they are staged.
+    pub redactor: std::sync::Arc<crate::redact::HostRedactor>,
 }
 
 fn now_us() -> i64 {
@@ -261,20 +317,31 @@ fn launch_from_command(cmd: &std::process::Command, cwd: Option<PathBuf>) -> Res
 
 /// Directories the server must see read-only inside the sandbox: its install, the cache's runtimes and
 /// the interpreter a Python virtual environment points at.
-fn read_only_paths(install_dir: &Path, cache_dir: &Path) -> Vec<PathBuf> {
+/// What the sandbox shows the server read-only: the install cache and the server's install at their
+/// own paths, and the interpreter a virtual environment was made from — at its own path when an
+/// unprivileged user can reach it, else the cache's copy of it bound at that path.
+fn read_only_paths(
+    install_dir: &Path,
+    cache_dir: &Path,
+) -> Result<(Vec<PathBuf>, Vec<(PathBuf, PathBuf)>), String> {
     let mut v = vec![cache_dir.to_path_buf(), install_dir.to_path_buf()];
+    let mut maps = Vec::new();
     if let Ok(cfg) = std::fs::read_to_string(install_dir.join("venv/pyvenv.cfg")) {
         for line in cfg.lines() {
             if let Some(home) = line.strip_prefix("home = ")
                 && let Some(base) = Path::new(home.trim()).parent()
             {
-                v.push(base.to_path_buf());
+                match crate::roster::install::sandbox_runtime_copy(cache_dir, base) {
+                    Ok(None) => v.push(base.to_path_buf()),
+                    Ok(Some(copy)) => maps.push((copy, base.to_path_buf())),
+                    Err(e) => return Err(format!("the server's Python runtime: {e}")),
+                }
             }
         }
     }
     v.sort();
     v.dedup();
-    v
+    Ok((v, maps))
 }
 
 fn write_agent_tape(
@@ -283,6 +350,7 @@ fn write_agent_tape(
     started_at: i64,
     run: &AgentRun,
     end: &str,
+    redactor: &crate::redact::HostRedactor,
 ) -> Result<String, SetupError> {
     let meta = MetaLine {
         v: agentrank_schema::tape::TAPE_VERSION,
@@ -295,7 +363,7 @@ fn write_agent_tape(
     let mut last_t = 0;
     for turn in &run.turns {
         last_t = turn.t;
-        w.write(&TapeLine::Turn(turn.clone()))
+        w.write(&TapeLine::Turn(redactor.apply_record(turn)))
             .map_err(|e| setup(attempt_id, e.to_string()))?;
     }
     w.finish(EndLine {
@@ -492,11 +560,15 @@ pub fn run_attempt(
                         if let Some(p) = launch.env.get("PATH") {
                             server_env.insert("PATH".into(), p.clone());
                         }
+                        let (read_only_paths, read_only_maps) =
+                            read_only_paths(&installed.dir, &env.cache_dir)
+                                .map_err(|e| setup(&id, e))?;
                         let command = ServerCommand {
                             program: launch.program.clone(),
                             args: launch.args.clone(),
                             env: server_env,
-                            read_only_paths: read_only_paths(&installed.dir, &env.cache_dir),
+                            read_only_paths,
+                            read_only_maps,
                         };
                         match world.command(&command) {
                             Err(e) => signals
@@ -535,6 +607,7 @@ pub fn run_attempt(
                                     let options = ClientOptions {
                                         tape_info: Some(tape_info.clone()),
                                         request_timeout: Duration::from_secs(20),
+                                        redactor: Some(env.redactor.clone()),
                                         ..ClientOptions::default()
                                     };
                                     let report = rt.block_on(crate::mcp::probes::run_probes(
@@ -556,6 +629,7 @@ pub fn run_attempt(
                                         request_timeout: Duration::from_secs(
                                             if agent == Builtin::Reference { 60 } else { 20 },
                                         ),
+                                        redactor: Some(env.redactor.clone()),
                                         ..ClientOptions::default()
                                     };
                                     let session =
@@ -682,6 +756,7 @@ pub fn run_attempt(
         started_at,
         &run,
         if timed_out { "timeout" } else { "eof" },
+        &env.redactor,
     )?;
 
     // Observe and verify.
@@ -917,4 +992,35 @@ pub fn run_attempt(
     }
     unit.attempts.push(attempt);
     Ok(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sidecar started from a worker thread that has since ended is still serving: sweeps start
+    /// database servers from whichever worker needs one first, and workers come and go.
+    #[test]
+    fn a_sidecar_outlives_the_worker_thread_that_asked_for_it() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let dbs = Databases::new(dir.path().to_path_buf());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                dbs.with(crate::sidecar::Engine::Postgres, |pg| {
+                    pg.run_sql("postgres", "SELECT 1").expect("first query")
+                })
+                .expect("start PostgreSQL");
+            });
+        });
+        // The parent-death signal would have killed the server by now, had the worker spawned it.
+        std::thread::sleep(Duration::from_millis(500));
+        let out = dbs
+            .with(crate::sidecar::Engine::Postgres, |pg| {
+                pg.run_sql("postgres", "SELECT 40 + 2")
+            })
+            .expect("sidecar still there")
+            .expect("query after the worker ended");
+        assert_eq!(out.trim(), "42");
+        dbs.stop_all();
+    }
 }

@@ -48,6 +48,8 @@ pub struct ClientOptions {
     /// launched; a sweep passes the configuration's unresolved templates instead, because the launched
     /// command line holds host paths that must not reach a published tape.
     pub tape_info: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Host paths replaced on the tape (a sweep's install cache, output and working directories).
+    pub redactor: Option<std::sync::Arc<crate::redact::HostRedactor>>,
 }
 
 impl Default for ClientOptions {
@@ -61,6 +63,7 @@ impl Default for ClientOptions {
             client_name: "agentrank-runner".to_string(),
             stub_tool_calls: false,
             tape_info: None,
+            redactor: None,
         }
     }
 }
@@ -287,7 +290,8 @@ impl McpSession {
                 "tools/call answered with empty content by the tap; the server never saw it".into(),
             );
         }
-        let recorder = TapeRecorder::new(tape, attempt_id, info)?;
+        let recorder =
+            TapeRecorder::new(tape, attempt_id, info)?.redacting(options.redactor.clone());
         let started = Instant::now();
         let (mut process, client_end, pumps) =
             spawn_tapped(launch, &recorder, options.stub_tool_calls)?;
@@ -349,7 +353,8 @@ impl McpSession {
             "offered_version".into(),
             options.offered_version.clone().into(),
         );
-        let recorder = TapeRecorder::new(tape, attempt_id, info)?;
+        let recorder =
+            TapeRecorder::new(tape, attempt_id, info)?.redacting(options.redactor.clone());
         let started = Instant::now();
         let transport = RecordingTransport {
             inner: rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string()),

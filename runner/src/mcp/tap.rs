@@ -60,6 +60,7 @@ pub struct TapeRecorder {
     started: Instant,
     started_at_us: i64,
     dest: Option<PathBuf>,
+    redactor: Option<Arc<crate::redact::HostRedactor>>,
     inner: Arc<Mutex<RecorderInner>>,
 }
 
@@ -107,6 +108,7 @@ impl TapeRecorder {
             started,
             started_at_us,
             dest: dest.map(Path::to_path_buf),
+            redactor: None,
             inner: Arc::new(Mutex::new(RecorderInner {
                 writer,
                 lines: Vec::new(),
@@ -114,6 +116,12 @@ impl TapeRecorder {
                 stats: WireStats::default(),
             })),
         })
+    }
+
+    /// Replaces host paths in every line before it is recorded (the forwarded bytes are untouched).
+    pub fn redacting(mut self, redactor: Option<Arc<crate::redact::HostRedactor>>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Wall-clock start, microseconds since the Unix epoch.
@@ -137,6 +145,10 @@ impl TapeRecorder {
         let raw = match std::str::from_utf8(bytes) {
             Ok(s) => s.to_string(),
             Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        };
+        let raw = match &self.redactor {
+            Some(r) => r.apply(&raw).into_owned(),
+            None => raw,
         };
         let json: Option<serde_json::Value> = serde_json::from_str(raw.trim_end_matches('\r')).ok();
         let mut inner = self.lock();

@@ -79,6 +79,8 @@ pub enum InstallError {
     },
     #[error("server `{0}` is not installed and the install is offline")]
     NotInstalled(String),
+    #[error("server `{server}`: its install at {} was made at another path (a moved cache); run `agentrank-run install --only {server}` to make it again", .dir.display())]
+    Moved { server: String, dir: PathBuf },
     #[error("no Python {0} interpreter found (looked for `python{0}` on PATH and under pyenv)")]
     NoPython(String),
     #[error("{file}: {message}")]
@@ -214,6 +216,16 @@ fn install_one(
                 dir.join("venv/bin").display().to_string(),
             );
         }
+    }
+    if marker.exists() && made_elsewhere(&dir) {
+        // A virtual environment names its own path in its scripts: a moved cache cannot run it.
+        if options.offline {
+            return Err(InstallError::Moved {
+                server: server.id.clone(),
+                dir: dir.clone(),
+            });
+        }
+        std::fs::remove_file(&marker).map_err(io_err(&marker))?;
     }
     if marker.exists() {
         let text = std::fs::read_to_string(&marker).map_err(io_err(&marker))?;
@@ -802,5 +814,163 @@ mod tests {
     fn pypi_names_fold() {
         assert_eq!(normalize_pypi("Mcp_Server.Fetch"), "mcp-server-fetch");
         assert_eq!(base_name("scrapling[ai]"), "scrapling");
+    }
+}
+
+/// True when the install's virtual environment was made at another path than where it is now (its
+/// scripts start with `#!<that path>/bin/python`).
+fn made_elsewhere(dir: &Path) -> bool {
+    let venv = dir.join("venv");
+    let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg")) else {
+        return false;
+    };
+    cfg.lines()
+        .filter_map(|l| l.strip_prefix("command = "))
+        .filter_map(|c| c.rsplit_once(" -m venv "))
+        // Literally, not canonically: the sandbox binds the install at this path only, so a venv
+        // made through a symbolic link names a path that does not exist in there.
+        .any(|(_, made_at)| {
+            std::path::absolute(&venv).map_or(true, |v| v != Path::new(made_at.trim()))
+        })
+}
+
+/// True when an unprivileged user can reach `path`: every ancestor directory is searchable by others.
+fn reachable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    path.ancestors().all(|p| {
+        p.as_os_str().is_empty()
+            || std::fs::metadata(p)
+                .is_ok_and(|m| !m.is_dir() || m.permissions().mode() & 0o001 != 0)
+    })
+}
+
+/// Where the cache keeps its copy of an interpreter prefix that sandboxed servers cannot reach.
+pub fn runtime_copy_dir(cache_dir: &Path, prefix: &Path) -> PathBuf {
+    let name = prefix
+        .display()
+        .to_string()
+        .trim_matches('/')
+        .replace('/', "_");
+    cache_dir.join("runtimes/python").join(name)
+}
+
+/// A Python interpreter prefix (a virtual environment's base) that the sandboxed server can use:
+/// `None` when the prefix is reachable as it is; otherwise the cache's copy of it, made now if missing,
+/// which the sandbox binds at the original path (a pyenv build under root's home links its own
+/// `libpython` by absolute path, so it must appear where it was built). Concurrent callers each copy
+/// to a temporary directory; the first rename wins.
+pub fn sandbox_runtime_copy(
+    cache_dir: &Path,
+    prefix: &Path,
+) -> Result<Option<PathBuf>, InstallError> {
+    if reachable_by_others(prefix) {
+        return Ok(None);
+    }
+    let dest = runtime_copy_dir(cache_dir, prefix);
+    if dest.join(".complete").exists() {
+        return Ok(Some(dest));
+    }
+    let parent = dest.parent().unwrap_or(cache_dir);
+    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    let tmp = parent.join(format!(
+        ".copy-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(prefix)
+        .arg(&tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(io_err(prefix))?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(InstallError::Io {
+            path: prefix.to_path_buf(),
+            source: std::io::Error::other(format!("copying it into the cache: cp -a {status}")),
+        });
+    }
+    std::fs::write(tmp.join(".complete"), b"").map_err(io_err(&tmp))?;
+    if std::fs::rename(&tmp, &dest).is_err() {
+        // Another attempt finished its copy first (or a stale incomplete copy is in the way).
+        if dest.join(".complete").exists() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        } else {
+            let _ = std::fs::remove_dir_all(&dest);
+            std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+        }
+    }
+    Ok(Some(dest))
+}
+
+#[cfg(test)]
+mod runtime_copy_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_prefix_behind_a_private_directory_is_copied_once_and_a_public_one_is_not() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let private = tmp.path().join("home");
+        let prefix = private.join(".pyenv/versions/3.12.9");
+        std::fs::create_dir_all(prefix.join("lib")).expect("mkdir");
+        std::fs::write(prefix.join("lib/libpython.so"), b"elf").expect("write");
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let cache = tmp.path().join("cache");
+        let copy = sandbox_runtime_copy(&cache, &prefix)
+            .expect("copy")
+            .expect("a private prefix is copied");
+        assert_eq!(copy, runtime_copy_dir(&cache, &prefix));
+        assert_eq!(
+            std::fs::read(copy.join("lib/libpython.so")).expect("read"),
+            b"elf"
+        );
+        // Second call: the same copy, not a new one.
+        std::fs::write(copy.join("marker"), b"").expect("mark");
+        let again = sandbox_runtime_copy(&cache, &prefix)
+            .expect("again")
+            .expect("copy");
+        assert!(again.join("marker").exists());
+        // A prefix everyone can reach is used as it is.
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let public = tmp.path().join("public");
+        std::fs::create_dir_all(&public).expect("mkdir");
+        std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert_eq!(sandbox_runtime_copy(&cache, &public).expect("public"), None);
+    }
+}
+
+#[cfg(test)]
+mod moved_tests {
+    use super::*;
+
+    #[test]
+    fn a_virtual_environment_made_at_another_path_is_seen_as_moved() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("srv");
+        std::fs::create_dir_all(dir.join("venv")).expect("mkdir");
+        let cfg = |at: &Path| {
+            format!(
+                "home = /usr/bin\nversion = 3.11.2\ncommand = /usr/bin/python3 -m venv {}\n",
+                at.display()
+            )
+        };
+        std::fs::write(dir.join("venv/pyvenv.cfg"), cfg(&dir.join("venv"))).expect("write");
+        assert!(!made_elsewhere(&dir));
+        std::fs::write(
+            dir.join("venv/pyvenv.cfg"),
+            cfg(Path::new("/elsewhere/srv/venv")),
+        )
+        .expect("write");
+        assert!(made_elsewhere(&dir));
+        // Not a Python install at all.
+        assert!(!made_elsewhere(tmp.path()));
     }
 }

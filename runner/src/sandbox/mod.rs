@@ -124,6 +124,8 @@ pub struct ServerCommand {
     pub env: BTreeMap<String, String>,
     /// Host paths made visible read-only at the same path inside the sandbox (installed packages).
     pub read_only_paths: Vec<PathBuf>,
+    /// Host directories made visible read-only at another path inside the sandbox: (host, inside).
+    pub read_only_maps: Vec<(PathBuf, PathBuf)>,
 }
 
 /// What a world reports about its isolation, for the bundle.

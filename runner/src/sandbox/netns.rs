@@ -339,6 +339,9 @@ impl NetnsWorld {
         for p in &server.read_only_paths {
             cmd.arg("--ro-bind").arg(p).arg(p);
         }
+        for (host, inside) in &server.read_only_maps {
+            cmd.arg("--ro-bind").arg(host).arg(inside);
+        }
         cmd.args(["--chdir", SANDBOX_HOME, "--clearenv"]);
         let env = super::server_env(&server.env);
         for (k, v) in &env {

@@ -1,0 +1,198 @@
+//! Host paths out of what a sweep records (Methodology §3.3: transcripts are redacted before
+//! publication; §10.2: any host path blocks it).
+//!
+//! Servers run sandboxed, but their installs are bound read-only at their host paths, so a crashing
+//! server's stack trace, a Python traceback or an error message can name the runner's install cache,
+//! its working directory or its home. A [`HostRedactor`] replaces each such host path with a fixed
+//! placeholder (`{cache}`, `{out}`, `{cwd}`, `{home}`) in every tape line and every record a sweep
+//! stages, before anything is written; the manifest says so. Only whole path prefixes are replaced: a
+//! path followed by a letter, digit, `_`, `-` or `.` is a different path and is left alone.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::borrow::Cow;
+use std::path::Path;
+
+/// What the manifest of every sweep says about this.
+pub const MANIFEST_NOTE: &str = "host paths in tapes and records are replaced before staging: {cache} (the install cache), {out} (the output directory), {cwd} (the runner's working directory), {home} (the runner's home)";
+
+/// Replaces known host paths with placeholders.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostRedactor {
+    /// (host path, placeholder), longest path first so the most specific placeholder wins.
+    pairs: Vec<(String, String)>,
+}
+
+impl HostRedactor {
+    /// A redactor for these (path, placeholder name) pairs. Each path is taken as given and, when it
+    /// exists, also in its canonical form; the root, relative paths and paths shorter than 4 bytes are
+    /// ignored (they would match far too much).
+    pub fn new<'a>(entries: impl IntoIterator<Item = (&'a Path, &'a str)>) -> Self {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (path, name) in entries {
+            let mut forms = vec![path.to_path_buf()];
+            if let Ok(c) = std::fs::canonicalize(path) {
+                forms.push(c);
+            }
+            for p in forms {
+                let s = p.display().to_string();
+                let s = s.trim_end_matches('/').to_string();
+                if !s.starts_with('/') || s.len() < 4 {
+                    continue;
+                }
+                if !pairs.iter().any(|(q, _)| *q == s) {
+                    pairs.push((s, format!("{{{name}}}")));
+                }
+            }
+        }
+        pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        HostRedactor { pairs }
+    }
+
+    /// The redactor a sweep uses: the install cache, the output directory, the working directory and
+    /// the runner's home.
+    pub fn for_sweep(cache_dir: &Path, out_dir: &Path) -> Self {
+        let cwd = std::env::current_dir().ok();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let mut entries: Vec<(&Path, &str)> = vec![(cache_dir, "cache"), (out_dir, "out")];
+        if let Some(c) = &cwd {
+            entries.push((c.as_path(), "cwd"));
+        }
+        if let Some(h) = &home {
+            entries.push((h.as_path(), "home"));
+        }
+        HostRedactor::new(entries)
+    }
+
+    /// `text` with every host path replaced; borrowed when nothing matched.
+    pub fn apply<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.pairs.iter().any(|(p, _)| text.contains(p.as_str())) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        'outer: while i < text.len() {
+            for (p, name) in &self.pairs {
+                if bytes[i..].starts_with(p.as_bytes()) {
+                    let end = i + p.len();
+                    let continues = bytes.get(end).is_some_and(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+                    });
+                    if !continues {
+                        out.push_str(name);
+                        i = end;
+                        continue 'outer;
+                    }
+                }
+            }
+            // Copy one whole character.
+            let ch_len = text[i..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&text[i..i + ch_len]);
+            i += ch_len;
+        }
+        Cow::Owned(out)
+    }
+
+    /// Redacts every string (and object key) inside a JSON value.
+    pub fn apply_json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) => {
+                if let Cow::Owned(r) = self.apply(s) {
+                    *s = r;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|v| self.apply_json(v)),
+            serde_json::Value::Object(m) => {
+                let entries = std::mem::take(m);
+                for (k, mut v) in entries {
+                    self.apply_json(&mut v);
+                    m.insert(self.apply(&k).into_owned(), v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A copy of a record (anything that round-trips through JSON) with every string redacted.
+    pub fn apply_record<T: Serialize + DeserializeOwned + Clone>(&self, record: &T) -> T {
+        if self.pairs.is_empty() {
+            return record.clone();
+        }
+        let Ok(mut v) = serde_json::to_value(record) else {
+            return record.clone();
+        };
+        self.apply_json(&mut v);
+        serde_json::from_value(v).unwrap_or_else(|_| record.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r() -> HostRedactor {
+        HostRedactor::new([
+            (Path::new("/srv/ws"), "cwd"),
+            (Path::new("/srv/ws/.cache/agentrank"), "cache"),
+            (Path::new("/root"), "home"),
+            (Path::new("/"), "root"),
+            (Path::new("rel/dir"), "rel"),
+        ])
+    }
+
+    #[test]
+    fn the_most_specific_placeholder_wins_and_whole_paths_only() {
+        let r = r();
+        assert_eq!(
+            r.apply("at main (file:///srv/ws/.cache/agentrank/servers/x/index.js:3:5)"),
+            "at main (file://{cache}/servers/x/index.js:3:5)"
+        );
+        assert_eq!(r.apply("cd /srv/ws && ls /srv/ws"), "cd {cwd} && ls {cwd}");
+        // A longer name is another path.
+        assert_eq!(
+            r.apply("/srv/wsx /rootless /root.d"),
+            "/srv/wsx /rootless /root.d"
+        );
+        assert_eq!(
+            r.apply("File \"/root/.pyenv/lib/x.py\""),
+            "File \"{home}/.pyenv/lib/x.py\""
+        );
+        // The root and relative paths are never replaced.
+        assert_eq!(r.apply("rel/dir /usr/bin"), "rel/dir /usr/bin");
+        assert!(matches!(r.apply("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(r.apply("é/srv/wsé"), "é{cwd}é");
+    }
+
+    #[test]
+    fn records_and_json_are_redacted_everywhere() {
+        let r = r();
+        let mut v = serde_json::json!({
+            "reason": "stderr: /srv/ws/.cache/agentrank/a",
+            "nested": [{"/root/k": "x /root/y"}],
+            "n": 3
+        });
+        r.apply_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "reason": "stderr: {cache}/a",
+                "nested": [{"{home}/k": "x {home}/y"}],
+                "n": 3
+            })
+        );
+        let rec = agentrank_schema::tape::TurnLine {
+            t: 1,
+            role: "tool".into(),
+            kind: "tool_result".into(),
+            text: Some("Error: ENOENT /srv/ws/x".into()),
+            tool: None,
+            call_id: None,
+            data: None,
+        };
+        assert_eq!(
+            r.apply_record(&rec).text.as_deref(),
+            Some("Error: ENOENT {cwd}/x")
+        );
+    }
+}
