@@ -25,6 +25,7 @@ pub mod fixture_host;
 pub mod mcp;
 pub mod plan;
 pub mod redact;
+pub mod report;
 pub mod roster;
 pub mod sandbox;
 pub mod sidecar;

@@ -107,6 +107,14 @@ enum Command {
         #[command(flatten)]
         paths: Paths,
     },
+    /// Print the roster table (Markdown): every roster server with whether it installs here, its pinned
+    /// version, its configuration fixes, the reference agent's reachability in BUNDLE and its cold start.
+    RosterTable {
+        /// A sealed bundle with reference-agent attempts (e.g. from `sweeps/roster.toml`).
+        bundle: PathBuf,
+        #[command(flatten)]
+        paths: Paths,
+    },
     /// Install pinned servers into the cache (offline-safe afterwards) and print their lock entries.
     Install {
         /// Only these server ids (default: every server in the roster, or those of `--sweep`).
@@ -291,6 +299,40 @@ fn merge(
     }
 }
 
+fn roster_table(bundle: &std::path::Path, paths: &Paths) -> anyhow::Result<Exit> {
+    use agentrank_runner::roster::Roster;
+    let roster = match Roster::load(&paths.roster) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    let loaded = match agentrank_schema::bundle::read_bundle(bundle) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {}: {e}", bundle.display());
+            return Ok(Exit::BadInput);
+        }
+    };
+    let installs = roster
+        .servers
+        .keys()
+        .map(|id| {
+            let state = agentrank_runner::roster::install::installed(&roster, &paths.cache, id)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            (id.clone(), state)
+        })
+        .collect();
+    let rows = agentrank_runner::report::roster_rows(&roster, &loaded, bundle, &installs);
+    print!(
+        "{}",
+        agentrank_runner::report::render_markdown(&rows, &loaded.manifest.draft.bundle_id)
+    );
+    Ok(Exit::Ok)
+}
+
 fn install(
     only: &[String],
     sweep: Option<&std::path::Path>,
@@ -397,6 +439,7 @@ fn main() -> ExitCode {
             paths,
         } => install(only, s.as_deref(), paths),
         Command::LintTasks { paths } => lint_tasks(paths),
+        Command::RosterTable { bundle, paths } => roster_table(bundle, paths),
         Command::Tap {
             out,
             attempt_id,

@@ -135,6 +135,25 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
             a.outcome
         );
     }
+    // Safety-probe attempts are never counted as leaks (they need no server evidence to answer).
+    for p in b.tables.probes.iter().filter(|p| p.probe_kind == "safety") {
+        if let Some(id) = &p.attempt_id {
+            let a = b
+                .tables
+                .attempts
+                .iter()
+                .find(|a| &a.attempt_id == id)
+                .unwrap_or_else(|| {
+                    panic!("probe {} names attempt {id}, not in the bundle", p.probe_id)
+                });
+            assert_ne!(
+                a.outcome,
+                OutcomeClass::InvalidLeak,
+                "probe attempt {id}: {}",
+                a.outcome_reason
+            );
+        }
+    }
     // Both tapes of every attempt are in the bundle, and no host path reached a tape or a record:
     // servers' stack traces name their install paths, which the runner replaces before staging.
     let mut needles: Vec<String> = vec![
