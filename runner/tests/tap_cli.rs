@@ -70,3 +70,65 @@ fn the_tap_command_forwards_a_session_and_writes_its_tape() {
         .collect();
     assert_eq!(recorded_out, answers);
 }
+
+/// The tap forwards host paths unchanged, but its tape names none: the tape's directory, the working
+/// directory and the home become placeholders in the meta line and in every recorded line.
+#[test]
+fn the_tap_forwards_host_paths_but_its_tape_names_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let tape = dir.join("paths.mcp.jsonl.zst");
+    let server = support::misbehaving("well-behaved");
+    let secret = format!("{}/notes/secret.txt", dir.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(&dir)
+        .arg("tap")
+        .arg("--out")
+        .arg(&tape)
+        .args(["--attempt-id", "cli-2", "--"])
+        .arg(&server.program)
+        .args(&server.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{secret}"}}}}}}"#
+    );
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cli","version":"0"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        call,
+    ];
+    let mut last = String::new();
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        if request.contains("\"id\"") {
+            last.clear();
+            stdout.read_line(&mut last).unwrap();
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    // Forwarded unchanged.
+    assert!(last.contains(&secret), "{last}");
+    // Recorded without the host path.
+    let text = serde_json::to_string(
+        &read_tape(&tape)
+            .unwrap()
+            .iter()
+            .map(|l| match l {
+                TapeLine::Message(m) => m.raw.clone(),
+                TapeLine::Meta(m) => serde_json::to_string(&m.info).unwrap(),
+                _ => String::new(),
+            })
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(!text.contains(&dir.display().to_string()), "{text}");
+    assert!(text.contains("{out}/notes/secret.txt"), "{text}");
+}

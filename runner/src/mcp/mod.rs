@@ -77,11 +77,40 @@ where
         env: std::env::vars().collect(),
         cwd: None,
     };
+    // The tape names no host path: the working directory, the runner's home and the tape's own
+    // directory become placeholders, in the meta line and in every recorded line.
+    let tape_dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(std::path::absolute)
+        .and_then(Result::ok);
+    let cwd = std::env::current_dir().ok();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let mut entries: Vec<(&Path, &str)> = Vec::new();
+    if let Some(d) = &tape_dir {
+        entries.push((d.as_path(), "out"));
+    }
+    if let Some(c) = &cwd {
+        entries.push((c.as_path(), "cwd"));
+    }
+    if let Some(h) = &home {
+        entries.push((h.as_path(), "home"));
+    }
+    let redactor = std::sync::Arc::new(crate::redact::HostRedactor::new(entries));
     let mut info = serde_json::Map::new();
-    info.insert("program".into(), program.clone().into());
-    info.insert("args".into(), args.to_vec().into());
+    info.insert(
+        "program".into(),
+        redactor.apply(program).into_owned().into(),
+    );
+    info.insert(
+        "args".into(),
+        args.iter()
+            .map(|a| redactor.apply(a).into_owned())
+            .collect::<Vec<_>>()
+            .into(),
+    );
     info.insert("mode".into(), "tap".into());
-    let recorder = TapeRecorder::new(Some(out), attempt_id, info)?;
+    let recorder = TapeRecorder::new(Some(out), attempt_id, info)?.redacting(Some(redactor));
     let (mut process, stdin, stdout) =
         ServerProcess::spawn(&launch).map_err(|source| McpError::Spawn {
             program: program.clone(),
