@@ -491,12 +491,16 @@ pub fn resolve_launch(
     let mut raw_args = server.launch.args.clone();
     let mut raw_env = server.launch.env.clone();
     if write_mode {
-        let Some(write) = &server.modes.write else {
-            return Err(err("modes.write", "the server has no write mode".into()));
-        };
-        raw_args.retain(|a| !write.remove_args.contains(a));
-        raw_args.extend(write.args.iter().cloned());
-        raw_env.extend(write.env.clone());
+        match &server.modes.write {
+            Some(write) => {
+                raw_args.retain(|a| !write.remove_args.contains(a));
+                raw_args.extend(write.args.iter().cloned());
+                raw_env.extend(write.env.clone());
+            }
+            // The documented default already writes: the write tasks run on it unchanged.
+            None if server.modes.default == agentrank_schema::roster::Access::ReadWrite => {}
+            None => return Err(err("modes.write", "the server has no write mode".into())),
+        }
     }
     let mut args = Vec::with_capacity(raw_args.len());
     for (i, a) in raw_args.iter().enumerate() {

@@ -275,4 +275,22 @@ fn launch_templates_resolve_to_an_allowlisted_environment() {
         resolve_launch(puppeteer, &ctx, true).is_err(),
         "no write mode"
     );
+
+    // A database server whose documented default already writes runs the write tasks unchanged.
+    let dbhub = roster.server("dbhub").unwrap();
+    let mut ctx = LaunchContext::new();
+    for (k, v) in [
+        ("prefix_bin", "/p/node_modules/.bin"),
+        ("node_bin", "/n/bin"),
+        ("node", "/n/bin/node"),
+        ("prefix", "/p"),
+        ("home", "/h"),
+        ("db.url", "postgres://u:p@db:5432/x"),
+    ] {
+        ctx.insert(k.into(), v.into());
+    }
+    assert_eq!(
+        resolve_launch(dbhub, &ctx, true).unwrap(),
+        resolve_launch(dbhub, &ctx, false).unwrap()
+    );
 }

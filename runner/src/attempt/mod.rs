@@ -241,8 +241,57 @@ struct AttemptDb {
     target: Target,
     link: Option<DatabaseLink>,
     access: Option<crate::sidecar::DatabaseAccess>,
-    engine: crate::sidecar::Engine,
+    /// The sidecar the database lives on; `None` for a file database (DuckDB).
+    engine: Option<crate::sidecar::Engine>,
+    /// A file database: the seeded file on the host (read back over after the attempt) and the name
+    /// it gets in the server's home.
+    file: Option<(PathBuf, &'static str)>,
     name: String,
+}
+
+/// File name of a DuckDB attempt database inside the server's home.
+const DUCKDB_FILE: &str = "fixture.duckdb";
+
+/// A DuckDB file seeded with the attempt's dataset, written by the server's own `duckdb` package (its
+/// storage version is then one the server reads).
+fn prepare_duckdb(
+    env: &AttemptEnv,
+    attempt_id: &str,
+    server: &agentrank_schema::roster::ServerConfig,
+    db: &agentrank_schema::task::DatabaseEnvironment,
+) -> Result<AttemptDb, String> {
+    let installed = crate::roster::install::installed(env.roster, &env.cache_dir, &server.id)
+        .map_err(|e| format!("server `{}` is not installed: {e}", server.id))?;
+    let python = installed.dir.join("venv/bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "server `{}`: a DuckDB world needs the server's Python environment with `duckdb` ({} is missing)",
+            server.id,
+            python.display()
+        ));
+    }
+    let dir = env.staging.root().join("work").join(attempt_id);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(DUCKDB_FILE);
+    let _ = std::fs::remove_file(&path);
+    let target = Target::Duckdb {
+        python,
+        path: path.clone(),
+    };
+    let dataset = crate::dataset::Dataset::generate(db.dataset_seed);
+    let script = crate::dataset::sql::render(agentrank_schema::task::Engine::Duckdb, &dataset);
+    target
+        .execute_script(&script)
+        .map_err(|e| format!("loading the seeded dataset into DuckDB: {e}"))?;
+    Ok(AttemptDb {
+        before: None,
+        target,
+        link: None,
+        access: None,
+        engine: None,
+        file: Some((path, DUCKDB_FILE)),
+        name: DUCKDB_FILE.into(),
+    })
 }
 
 fn sidecar_engine(e: agentrank_schema::roster::Engine) -> Option<crate::sidecar::Engine> {
@@ -289,7 +338,8 @@ fn prepare_database(
         target,
         link: Some(DatabaseLink { engine, upstream }),
         access: Some(access),
-        engine,
+        engine: Some(engine),
+        file: None,
         name,
     })
 }
@@ -315,8 +365,6 @@ fn launch_from_command(cmd: &std::process::Command, cwd: Option<PathBuf>) -> Res
     }
 }
 
-/// Directories the server must see read-only inside the sandbox: its install, the cache's runtimes and
-/// the interpreter a Python virtual environment points at.
 /// What the sandbox shows the server read-only: the install cache and the server's install at their
 /// own paths, and the interpreter a virtual environment was made from — at its own path when an
 /// unprivileged user can reach it, else the cache's copy of it bound at that path.
@@ -430,16 +478,21 @@ pub fn run_attempt(
     // The database, when the task has one.
     let mut db: Option<AttemptDb> = None;
     if let (Environment::Database(dbenv), Some(server)) = (&instance.environment, server) {
-        let engine = server.engine.and_then(sidecar_engine).ok_or_else(|| {
-            setup(
-                &id,
-                format!(
-                    "server `{}`: its engine is not supported by this runner's sidecars yet",
-                    server.id
-                ),
-            )
-        })?;
-        match prepare_database(env, &id, engine, dbenv) {
+        let prepared = if server.engine == Some(agentrank_schema::roster::Engine::Duckdb) {
+            prepare_duckdb(env, &id, server, dbenv)
+        } else {
+            let engine = server.engine.and_then(sidecar_engine).ok_or_else(|| {
+                setup(
+                    &id,
+                    format!(
+                        "server `{}`: its engine is not supported by this runner yet (PostgreSQL, MariaDB/MySQL and DuckDB are)",
+                        server.id
+                    ),
+                )
+            })?;
+            prepare_database(env, &id, engine, dbenv)
+        };
+        match prepared {
             Ok(mut d) => {
                 if crate::verify::database_needs(&instance.verifier).snapshots {
                     match crate::dataset::client::snapshot_all(&d.target) {
@@ -457,7 +510,10 @@ pub fn run_attempt(
                     checked_at: now_us(),
                     healthy: true,
                     latency_ms: None,
-                    detail: format!("{} database {} seeded", engine.as_str(), d.name),
+                    detail: match d.engine {
+                        Some(engine) => format!("{} database {} seeded", engine.as_str(), d.name),
+                        None => format!("DuckDB file {} seeded", d.name),
+                    },
                 });
                 db = Some(d);
             }
@@ -543,7 +599,21 @@ pub fn run_attempt(
                         ctx.insert("db.password".into(), a.password.clone());
                         ctx.insert("db.name".into(), a.database.clone());
                     }
-                    let _ = d.engine;
+                }
+                // A file database is copied into the server's home; its path is the template value.
+                let mut placed: Option<(PathBuf, PathBuf)> = None;
+                if let Some((host_file, name)) = db.as_ref().and_then(|d| d.file.clone()) {
+                    match world.place_file(&host_file, name) {
+                        Ok(inside) => {
+                            ctx.insert("db.path".into(), inside.display().to_string());
+                            placed = Some((host_file, inside));
+                        }
+                        Err(e) => signals
+                            .harness_faults
+                            .push(HarnessFault::Environment(format!(
+                                "placing the database file: {e}"
+                            ))),
+                    }
                 }
                 let write_mode =
                     matches!(&instance.environment, Environment::Database(d) if d.write_mode);
@@ -690,6 +760,31 @@ pub fn run_attempt(
                         }
                     }
                 }
+                // The server's final state of a file database is read back before the world goes.
+                if let Some((host_file, inside)) = &placed {
+                    // With its write-ahead log, if the server left one (committed changes not yet
+                    // checkpointed into the file).
+                    let wal = |p: &Path| PathBuf::from(format!("{}.wal", p.display()));
+                    let _ = std::fs::remove_file(wal(host_file));
+                    let copied = world
+                        .host_path(inside)
+                        .ok_or_else(|| "no host path for it".to_string())
+                        .and_then(|p| {
+                            std::fs::copy(&p, host_file).map_err(|e| e.to_string())?;
+                            if wal(&p).exists() {
+                                std::fs::copy(wal(&p), wal(host_file))
+                                    .map_err(|e| e.to_string())?;
+                            }
+                            Ok(())
+                        });
+                    if let Err(e) = copied {
+                        signals
+                            .harness_faults
+                            .push(HarnessFault::Environment(format!(
+                                "reading the database file back: {e}"
+                            )));
+                    }
+                }
                 match world.teardown() {
                     Ok(t) => {
                         if t.processes_left > 0 {
@@ -812,9 +907,11 @@ pub fn run_attempt(
                     .push(HarnessFault::FixtureHealth(format!("ground truth: {e}"))),
             }
         }
-        let _ = env
-            .databases
-            .with(d.engine, |s| s.drop_database(&d.name, &d.name));
+        if let Some(engine) = d.engine {
+            let _ = env
+                .databases
+                .with(engine, |s| s.drop_database(&d.name, &d.name));
+        }
     }
     let mode = if slot.kind == SlotKind::NoServerControl {
         EvaluationMode::NoServerControl
