@@ -365,13 +365,13 @@ fn launch_from_command(cmd: &std::process::Command, cwd: Option<PathBuf>) -> Res
     }
 }
 
+/// Host paths bound read-only at the same path, and (host, inside) pairs bound elsewhere.
+type SandboxPaths = (Vec<PathBuf>, Vec<(PathBuf, PathBuf)>);
+
 /// What the sandbox shows the server read-only: the install cache and the server's install at their
 /// own paths, and the interpreter a virtual environment was made from — at its own path when an
 /// unprivileged user can reach it, else the cache's copy of it bound at that path.
-fn read_only_paths(
-    install_dir: &Path,
-    cache_dir: &Path,
-) -> Result<(Vec<PathBuf>, Vec<(PathBuf, PathBuf)>), String> {
+fn read_only_paths(install_dir: &Path, cache_dir: &Path) -> Result<SandboxPaths, String> {
     let mut v = vec![cache_dir.to_path_buf(), install_dir.to_path_buf()];
     let mut maps = Vec::new();
     if let Ok(cfg) = std::fs::read_to_string(install_dir.join("venv/pyvenv.cfg")) {
@@ -590,15 +590,15 @@ pub fn run_attempt(
                 ctx.insert("scratch".into(), home);
                 ctx.insert("chromium".into(), env.chromium.clone());
                 ctx.insert("fixture_url".into(), report.fixture_url.clone());
-                if let (Some(d), Some((host, port))) = (&db, &report.database_endpoint) {
-                    if let Some(a) = &d.access {
-                        ctx.insert("db.url".into(), a.url_for(host, *port));
-                        ctx.insert("db.host".into(), host.clone());
-                        ctx.insert("db.port".into(), port.to_string());
-                        ctx.insert("db.user".into(), a.user.clone());
-                        ctx.insert("db.password".into(), a.password.clone());
-                        ctx.insert("db.name".into(), a.database.clone());
-                    }
+                if let (Some(d), Some((host, port))) = (&db, &report.database_endpoint)
+                    && let Some(a) = &d.access
+                {
+                    ctx.insert("db.url".into(), a.url_for(host, *port));
+                    ctx.insert("db.host".into(), host.clone());
+                    ctx.insert("db.port".into(), port.to_string());
+                    ctx.insert("db.user".into(), a.user.clone());
+                    ctx.insert("db.password".into(), a.password.clone());
+                    ctx.insert("db.name".into(), a.database.clone());
                 }
                 // A file database is copied into the server's home; its path is the template value.
                 let mut placed: Option<(PathBuf, PathBuf)> = None;
