@@ -3,7 +3,9 @@
 //! anomalies and test-retest. Pure: takes [`Input`]s and a [`Config`], returns every output row and the
 //! `analysis.json` document.
 
-use crate::bootstrap::{BootstrapResult, Cell, Design, cluster_bootstrap, point_completion};
+use crate::bootstrap::{
+    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_with_sensitivity,
+};
 use crate::gates::{self, ConstructRegistration, GateResult, Trial};
 use crate::history;
 use crate::input::{Attempt, Input, NullModel, Role, TaskClass, ToolCall};
@@ -215,7 +217,9 @@ fn refusal_of(g: &GateResult) -> Refusal {
     }
 }
 
-/// Build the bootstrap design of one view over the scored board.
+/// Build the bootstrap design of one view over the scored board. With `same_as`, a design of the same
+/// board in the headline view, the sensitivity view reuses its cells where no attempt is INVALID_BUILTIN
+/// (the only outcome the views count differently).
 fn build_design(
     category: &str,
     data: &CategoryData<'_>,
@@ -223,6 +227,7 @@ fn build_design(
     boards: &BTreeMap<String, Vec<String>>,
     unsupported: &dyn Fn(&str, &str) -> bool,
     view: View,
+    same_as: Option<&Design>,
 ) -> Design {
     let agents: Vec<String> = boards.keys().cloned().collect();
     let servers: Vec<Vec<String>> = boards.values().cloned().collect();
@@ -230,16 +235,27 @@ fn build_design(
     let cells = agents
         .iter()
         .zip(&servers)
-        .map(|(agent, ss)| {
+        .enumerate()
+        .map(|(ai, (agent, ss))| {
             ss.iter()
-                .map(|server| {
+                .enumerate()
+                .map(|(si, server)| {
                     let tasks = data
                         .cells
                         .get(&(agent.clone(), server.clone()))
                         .unwrap_or(&empty);
                     core.iter()
-                        .map(|t| {
+                        .enumerate()
+                        .map(|(ti, t)| {
                             let atts = tasks.get(t).map(Vec::as_slice).unwrap_or(&[]);
+                            let reusable = same_as.and_then(|d| d.cells.get(ai)?.get(si)?.get(ti));
+                            if let Some(cell) = reusable.filter(|_| {
+                                !atts.iter().any(|a| {
+                                    a.outcome == agentrank_schema::OutcomeClass::InvalidBuiltin
+                                })
+                            }) {
+                                return cell.clone();
+                            }
                             let c = metrics::countable(atts, view);
                             if c.is_empty() && unsupported(server, t) {
                                 Cell::from_parts(
@@ -262,6 +278,37 @@ fn build_design(
         servers,
         cells,
     }
+}
+
+/// The point Completion of one cell (as [`crate::bootstrap::point_completion`] of its design row): the mean over `core`
+/// of each task's headline pass rate, a task without countable attempts skipped unless the server does
+/// not advertise its capability (then it counts as 0).
+fn point_of_cell(
+    data: &CategoryData<'_>,
+    core: &[String],
+    agent: &str,
+    server: &str,
+    unsupported: &dyn Fn(&str, &str) -> bool,
+) -> f64 {
+    let tasks = data.cells.get(&(agent.to_string(), server.to_string()));
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    for t in core {
+        let atts = tasks
+            .and_then(|m| m.get(t))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let c = metrics::countable(atts, View::Headline);
+        if c.is_empty() {
+            if unsupported(server, t) {
+                n += 1;
+            }
+        } else {
+            sum += c.iter().filter(|x| x.1).count() as f64 / c.len() as f64;
+            n += 1;
+        }
+    }
+    if n == 0 { 0.0 } else { sum / n as f64 }
 }
 
 struct CategoryOutput {
@@ -534,32 +581,28 @@ fn analyze_category(
         }
         m
     };
-    let covered_design = build_design(
-        category,
-        &data,
-        &core,
-        &covered,
-        &unsupported,
-        View::Headline,
-    );
-    let covered_points = point_completion(&covered_design);
+    let covered_points: BTreeMap<&str, Vec<f64>> = covered
+        .iter()
+        .map(|(agent, servers)| {
+            let points = servers
+                .iter()
+                .map(|server| point_of_cell(&data, &core, agent, server, &unsupported))
+                .collect();
+            (agent.as_str(), points)
+        })
+        .collect();
 
     // 6. Null baseline per agent.
     let agents: BTreeSet<String> = data.cells.keys().map(|(a, _)| a.clone()).collect();
     let mut null_gates: BTreeMap<String, GateResult> = BTreeMap::new();
     for agent in &agents {
-        let real = covered_design
-            .agents
-            .iter()
-            .position(|a| a == agent)
-            .and_then(|i| {
-                let v = &covered_points[i];
-                if v.is_empty() {
-                    None
-                } else {
-                    Some(v.iter().sum::<f64>() / v.len() as f64)
-                }
-            });
+        let real = covered_points.get(agent.as_str()).and_then(|v| {
+            if v.is_empty() {
+                None
+            } else {
+                Some(v.iter().sum::<f64>() / v.len() as f64)
+            }
+        });
         let mut nulls: BTreeMap<&'static str, Option<f64>> = BTreeMap::new();
         let mut null_ids = Vec::new();
         for m in NullModel::ALL {
@@ -624,14 +667,21 @@ fn analyze_category(
     }
 
     // 7. Bootstrap on the board, both views.
-    let design = build_design(category, &data, &core, &board, &unsupported, View::Headline);
-    let boot = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
+    let design = build_design(
+        category,
+        &data,
+        &core,
+        &board,
+        &unsupported,
+        View::Headline,
+        None,
+    );
     let any_builtin = attempts.iter().any(|a| {
         a.role == Role::Scored
             && a.outcome == agentrank_schema::OutcomeClass::InvalidBuiltin
             && core_set.contains(&a.task)
     });
-    let sens_boot = if any_builtin {
+    let (boot, sens_boot) = if any_builtin {
         let d = build_design(
             category,
             &data,
@@ -639,10 +689,12 @@ fn analyze_category(
             &board,
             &unsupported,
             View::Sensitivity,
+            Some(&design),
         );
-        cluster_bootstrap(&d, cfg.seed, cfg.resamples)
+        cluster_bootstrap_with_sensitivity(&design, &d, cfg.seed, cfg.resamples)
     } else {
-        boot.clone()
+        let b = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
+        (b.clone(), b)
     };
 
     // Reachability per server (reference agent).
@@ -1202,6 +1254,8 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
         }
     }
     let mut results: Vec<(String, CategoryOutput)> = Vec::new();
+    // Tool calls by attempt, once per input.
+    let mut calls_of: BTreeMap<usize, BTreeMap<&str, Vec<&ToolCall>>> = BTreeMap::new();
     for (category, &i) in &current {
         let input = &inputs[i];
         let attempts: Vec<&Attempt> = input
@@ -1209,15 +1263,18 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
             .iter()
             .filter(|a| &a.category == category)
             .collect();
-        let mut calls: BTreeMap<&str, Vec<&ToolCall>> = BTreeMap::new();
-        for c in &input.tool_calls {
-            calls.entry(c.attempt_id.as_str()).or_default().push(c);
-        }
+        let calls = calls_of.entry(i).or_insert_with(|| {
+            let mut calls: BTreeMap<&str, Vec<&ToolCall>> = BTreeMap::new();
+            for c in &input.tool_calls {
+                calls.entry(c.attempt_id.as_str()).or_default().push(c);
+            }
+            calls
+        });
         let void_from = per_input_void
             .get(&i)
             .filter(|c| *c != category)
             .map(String::as_str);
-        let r = analyze_category(input, category, &attempts, &calls, cfg, void_from);
+        let r = analyze_category(input, category, &attempts, calls, cfg, void_from);
         results.push((category.clone(), r));
     }
     for (category, r) in results {

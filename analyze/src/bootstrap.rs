@@ -15,10 +15,17 @@
 //! copy `j` in a cell uses the stream seeded by `derive(resample_key, j + 1) XOR cell_key` where `cell_key` hashes the
 //! cell's attempt ids. Every draw therefore depends only on the seed and the identity of what is drawn,
 //! never on thread scheduling or on the position of a server in a list.
+//!
+//! Computation: a resample's copies are processed grouped by drawn task; a cell whose rate cannot move
+//! (all PASS or all FAIL) adds its fixed rate without a draw. When the least common multiple `L` of the
+//! attempt counts is small, a resampled Completion is kept as the exact integer `Σ k · L / m` (value: code
+//! / (tasks · L)), so ties between servers are exact and percentiles are found by counting. Spearman
+//! correlations use doubled average ranks, whose sums are exact integers. The sensitivity view is
+//! resampled in the same pass as the headline, recomputing only the board rows whose cells differ.
 
 use crate::rng::{Stream, derive, hash_str};
 use crate::stats::binomial::binom_cdf;
-use crate::stats::percentile::quantile_select;
+use crate::stats::percentile::{quantile_counted, quantile_select};
 use crate::stats::ranking::competition_ranks_into;
 use crate::stats::spearman::{average_ranks_into, pearson, spearman};
 use rayon::prelude::*;
@@ -201,79 +208,308 @@ fn offsets(design: &Design) -> Vec<usize> {
     off
 }
 
-struct ResampleOut {
-    completion: Vec<f64>,
-    ranks: Vec<u32>,
-    server_rho: Vec<Option<f64>>,
-    cell_rho: Vec<Option<f64>>,
-}
-
-#[derive(Default)]
-struct Scratch {
-    draws: Vec<usize>,
-    rates: Vec<f64>,
-    x: Vec<f64>,
-    y: Vec<f64>,
-    ranks: Vec<u32>,
-    agent_ranks: Vec<Vec<f64>>,
-    keys: Vec<(u64, u32)>,
-    copy_keys: Vec<u64>,
-    codes: Vec<u16>,
-    bins: Vec<u32>,
-    rank_of: Vec<f64>,
-    rx: Vec<f64>,
-    ry: Vec<f64>,
-}
-
 /// Whether a cell's resampled rate is fixed (no attempts, all PASS or all FAIL).
 fn rate_is_degenerate(cell: &Cell) -> bool {
     cell.passes_count == 0 || cell.passes_count == cell.passes.len()
 }
 
-fn gcd(a: u32, b: u32) -> u32 {
+fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// The least common multiple of every cell's attempt count, when it is small enough (≤ 5040) for pass
-/// rates to be ranked by exact integer codes `k · (L / m)` (equal codes ⇔ equal rates).
-fn rate_code_scale(design: &Design) -> Option<u32> {
-    let mut l: u32 = 1;
-    for c in design.cells.iter().flatten().flatten() {
-        let m = c.passes.len() as u32;
-        if m > 1 {
+/// Largest common multiple of the attempt counts for which Completion is kept as an exact integer code.
+const MAX_CODE_SCALE: u64 = 5040;
+/// Largest code (tasks × scale) whose percentiles are found by counting.
+const MAX_COUNTED_CODE: u64 = 1 << 16;
+/// Largest number of distinct pass rates ranked by counting (else by sorting).
+const COUNTING_MAX: usize = 4096;
+/// Longest vector whose doubled average ranks keep every sum of `correlation_of_doubled` exact in `f64`.
+const EXACT_RANKS_MAX: usize = 4096;
+/// Longest cell vector ranked in 16-bit integers (doubled ranks ≤ 2n fit, and Σxy ≤ 4n³ fits an `i32`).
+const SMALL_RANKS_MAX: usize = 800;
+/// Resamples per unit of parallel work (one output block each).
+const CHUNK: usize = 128;
+/// The top bits of a uniform that index a cell's guide table.
+const GUIDE_BITS: u32 = 8;
+const GUIDE_LEN: usize = 1 << GUIDE_BITS;
+/// Guide entry: the number of thresholds at most the bucket's start (a lower bound, capped) ...
+const GUIDE_COUNT: u8 = 0x7f;
+/// ... and whether a threshold lies inside the bucket (or the count was capped), so that the count for
+/// a uniform in the bucket must be refined by comparisons.
+const GUIDE_REFINE: u8 = 0x80;
+
+/// The least common multiple `L` of every cell's attempt count, when it is small enough for a resampled
+/// Completion to be kept as the exact integer `Σ k · (L / m)` over the drawn copies (Completion = code /
+/// (tasks · L); equal codes ⇔ equal Completions). `None` without tasks or with a larger `L`.
+fn code_scale<'a>(designs: impl IntoIterator<Item = &'a Design>) -> Option<u64> {
+    let mut l: u64 = 1;
+    let mut tasks = 0;
+    for d in designs {
+        tasks = tasks.max(d.tasks.len());
+        for c in d.cells.iter().flatten().flatten() {
+            let m = c.passes.len().max(1) as u64;
             l = l / gcd(l, m) * m;
-            if l > 5040 {
+            if l > MAX_CODE_SCALE {
                 return None;
             }
         }
     }
-    Some(l)
+    (tasks > 0).then_some(l)
 }
 
-/// Average ranks of integer codes in `0..=l` by counting (ties share the mean of their positions).
-fn ranks_from_codes(
-    codes: &[u16],
-    l: usize,
-    bins: &mut Vec<u32>,
-    rank_of: &mut Vec<f64>,
-    out: &mut Vec<f64>,
-) {
-    bins.clear();
-    bins.resize(l + 1, 0);
-    rank_of.clear();
-    rank_of.resize(l + 1, 0.0);
-    for &c in codes {
-        bins[c as usize] += 1;
-    }
-    let mut below = 0u32;
-    for (b, r) in bins.iter().zip(rank_of.iter_mut()) {
-        if *b > 0 {
-            *r = f64::from(below) + (f64::from(*b) + 1.0) / 2.0;
-            below += *b;
+/// A cell whose rate moves under resampling.
+#[derive(Clone, Copy, Debug)]
+struct MovingCell {
+    /// Stream key (hash of the cell's attempt ids).
+    key: u64,
+    /// Board row (flat server index).
+    row: u32,
+    /// `row · tasks`: where the row's rate ids start.
+    ids_at: u32,
+    /// `agent · distinct rates`: where the agent's rate-id counts start.
+    hist_at: u32,
+    /// Offset of the cell's thresholds `P(K ≤ i)·2^64`, `i < m`, in [`FlatDesign::thresholds`].
+    thr: u32,
+    /// Number of thresholds (`m`).
+    n_thr: u32,
+    /// Offset of the cell's rate table (`m + 1` entries) in [`FlatDesign::rates`].
+    base: u32,
+}
+
+/// A cell whose rate is fixed (all PASS, all FAIL, or no attempts).
+#[derive(Clone, Copy, Debug)]
+struct FixedCell {
+    row: u32,
+    ids_at: u32,
+    hist_at: u32,
+    rate: Rate,
+}
+
+/// One entry of a rate table: the value a copy adds to its row's sum (the exact code `k · L / m` with a
+/// code scale, else the rate `k / m`) and the rate's position among the distinct rates of the design
+/// (equal rates share an id, and ids order like rates).
+#[derive(Clone, Copy, Debug)]
+struct Rate {
+    value: f64,
+    id: u32,
+}
+
+/// A design flattened for the resampling loop, task by task: the moving cells of task `t` are
+/// `moving[moving_start[t]..moving_start[t + 1]]`, its fixed cells likewise. Every moving cell has a guide
+/// table of [`GUIDE_LEN`] entries (Chen & Asau's cutpoints: entry `b` counts the thresholds at most
+/// `b · 2^56`), so inverting the CDF for a uniform `x` reads the entry of `x`'s top byte, and compares
+/// with thresholds only when one lies inside that bucket.
+struct FlatDesign {
+    moving: Vec<MovingCell>,
+    moving_start: Vec<usize>,
+    fixed: Vec<FixedCell>,
+    fixed_start: Vec<usize>,
+    thresholds: Vec<u64>,
+    guide: Vec<[u8; GUIDE_LEN]>,
+    rates: Vec<Rate>,
+}
+
+/// Every distinct resampled rate `k / m` the cells of `designs` can take, ascending.
+fn distinct_rates<'a>(designs: impl IntoIterator<Item = &'a Design>) -> Vec<f64> {
+    let mut ms: Vec<usize> = designs
+        .into_iter()
+        .flat_map(|d| d.cells.iter().flatten().flatten())
+        .map(|c| c.passes.len())
+        .collect();
+    ms.sort_unstable();
+    ms.dedup();
+    let mut rates: Vec<f64> = ms
+        .iter()
+        .flat_map(|&m| (0..=m).map(move |k| k as f64 / m.max(1) as f64))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
+}
+
+/// Flatten the board rows `rows` (all rows if `None`) of `design`.
+fn flatten(
+    design: &Design,
+    rows: Option<&[usize]>,
+    distinct: &[f64],
+    scale: Option<u64>,
+) -> FlatDesign {
+    let t_n = design.tasks.len();
+    let board: Vec<(usize, u32, &[Cell])> = design
+        .cells
+        .iter()
+        .enumerate()
+        .flat_map(|(a, servers)| servers.iter().map(move |c| (a as u32, c.as_slice())))
+        .enumerate()
+        .map(|(row, (agent, cells))| (row, agent, cells))
+        .filter(|(row, _, _)| rows.is_none_or(|r| r.contains(row)))
+        .collect();
+    let mut flat = FlatDesign {
+        moving: Vec::new(),
+        moving_start: vec![0],
+        fixed: Vec::new(),
+        fixed_start: vec![0],
+        thresholds: Vec::new(),
+        guide: Vec::new(),
+        rates: Vec::new(),
+    };
+    let mut table_of: Vec<(usize, u32)> = Vec::new();
+    for t in 0..t_n {
+        for &(row, agent, cells) in &board {
+            let c = &cells[t];
+            let m = c.passes.len();
+            let table = match table_of.iter().find(|(mm, _)| *mm == m) {
+                Some(&(_, off)) => off,
+                None => {
+                    let off = flat.rates.len() as u32;
+                    for k in 0..=m {
+                        let rate = k as f64 / m.max(1) as f64;
+                        let value = match scale {
+                            Some(l) => (k as u64 * (l / m.max(1) as u64)) as f64,
+                            None => rate,
+                        };
+                        let id = distinct.partition_point(|d| *d < rate) as u32;
+                        flat.rates.push(Rate { value, id });
+                    }
+                    table_of.push((m, off));
+                    off
+                }
+            };
+            if m == 0 || rate_is_degenerate(c) {
+                flat.fixed.push(FixedCell {
+                    row: row as u32,
+                    ids_at: (row * t_n) as u32,
+                    hist_at: agent.saturating_mul(distinct.len() as u32),
+                    rate: flat.rates[table as usize + c.passes_count],
+                });
+                continue;
+            }
+            debug_assert!(c.thresholds.is_sorted(), "a CDF is nondecreasing");
+            let mut guide = [0u8; GUIDE_LEN];
+            let thr = &c.thresholds;
+            let mut below = 0;
+            for (b, g) in guide.iter_mut().enumerate() {
+                let start = (b as u64) << (64 - GUIDE_BITS);
+                let end = start | (u64::MAX >> GUIDE_BITS);
+                while below < thr.len() && thr[below] <= start {
+                    below += 1;
+                }
+                let within = below < thr.len() && thr[below] <= end;
+                *g = if within || below > usize::from(GUIDE_COUNT) {
+                    below.min(usize::from(GUIDE_COUNT)) as u8 | GUIDE_REFINE
+                } else {
+                    below as u8
+                };
+            }
+            flat.guide.push(guide);
+            flat.moving.push(MovingCell {
+                key: c.key,
+                row: row as u32,
+                ids_at: (row * t_n) as u32,
+                hist_at: agent.saturating_mul(distinct.len() as u32),
+                thr: flat.thresholds.len() as u32,
+                n_thr: c.thresholds.len() as u32,
+                base: table,
+            });
+            flat.thresholds.extend_from_slice(&c.thresholds);
         }
+        flat.moving_start.push(flat.moving.len());
+        flat.fixed_start.push(flat.fixed.len());
     }
-    out.clear();
-    out.extend(codes.iter().map(|c| rank_of[*c as usize]));
+    flat
+}
+
+/// The sensitivity view resampled in the same pass as the headline: only the board rows whose cells
+/// differ are recomputed (the other rows draw the very same numbers, their streams being keyed by the
+/// cells' attempt ids), and ranks only for the agents owning such a row.
+struct SensitivityPlan {
+    flat: FlatDesign,
+    rows: Vec<usize>,
+    agents: Vec<usize>,
+}
+
+/// Column positions of one resample's outputs.
+#[derive(Clone, Copy)]
+struct Layout {
+    rows: usize,
+    pairs: usize,
+    sensitivity: bool,
+}
+
+impl Layout {
+    fn len(self) -> usize {
+        2 * self.rows + 2 * self.pairs + if self.sensitivity { 2 * self.rows } else { 0 }
+    }
+    fn completion(self, row: usize) -> usize {
+        row
+    }
+    fn rank(self, row: usize) -> usize {
+        self.rows + row
+    }
+    fn server_rho(self, pair: usize) -> usize {
+        2 * self.rows + pair
+    }
+    fn cell_rho(self, pair: usize) -> usize {
+        2 * self.rows + self.pairs + pair
+    }
+    fn sens_completion(self, row: usize) -> usize {
+        2 * self.rows + 2 * self.pairs + row
+    }
+    fn sens_rank(self, row: usize) -> usize {
+        3 * self.rows + 2 * self.pairs + row
+    }
+}
+
+/// Everything fixed for one bootstrap run.
+struct Plan<'a> {
+    design: &'a Design,
+    t_n: usize,
+    flat: FlatDesign,
+    off: Vec<usize>,
+    pairs: Vec<PairPlan>,
+    agreement: bool,
+    n_rates: usize,
+    /// Cell vectors are ranked by counting into 16-bit integers.
+    cells16: bool,
+    scale: Option<u64>,
+    sensitivity: Option<SensitivityPlan>,
+    key: u64,
+    layout: Layout,
+}
+
+/// One drawn task and its copies: `copies` of them, at positions `first..first + copies` of the draw
+/// sorted by task.
+#[derive(Clone, Copy, Debug)]
+struct Drawn {
+    task: usize,
+    first: usize,
+    copies: usize,
+}
+
+#[derive(Default)]
+struct Scratch {
+    tasks: Vec<usize>,
+    /// Per agent, how many drawn copies took each rate id.
+    hist: Vec<u32>,
+    counts: Vec<usize>,
+    drawn: Vec<Drawn>,
+    sorted_keys: Vec<u64>,
+    sums: Vec<f64>,
+    sens_sums: Vec<f64>,
+    ids: Vec<u32>,
+    ranks: Vec<u32>,
+    doubled_of: Vec<f64>,
+    cell_ranks: Vec<Vec<f64>>,
+    cell_ranks16: Vec<Vec<i16>>,
+    doubled16_of: Vec<i16>,
+    cell_ss: Vec<f64>,
+    server_ranks: Vec<Vec<f64>>,
+    server_ss: Vec<f64>,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    keys: Vec<(u64, u32)>,
+    rx: Vec<f64>,
+    ry: Vec<f64>,
 }
 
 /// Spearman through the scratch buffers (no allocation per call).
@@ -289,150 +525,533 @@ fn spearman_scratch(
     pearson(rx, ry)
 }
 
-// One resample reads the whole design plus its per-run tables; bundling them would only rename them.
-#[allow(clippy::too_many_arguments)]
-fn one_resample(
-    design: &Design,
-    plans: &[PairPlan],
-    off: &[usize],
-    category_key: u64,
-    r: usize,
-    agreement: bool,
-    code_scale: Option<u32>,
-    code_steps: Option<&[Vec<Vec<u16>>]>,
-    scratch: &mut Scratch,
-) -> ResampleOut {
-    let t_n = design.tasks.len();
-    let key_r = derive(category_key, r as u64);
-    let mut task_stream = Stream::new(derive(key_r, 0));
-    scratch.draws.clear();
-    scratch
-        .draws
-        .extend((0..t_n).map(|_| task_stream.below(t_n)));
-    scratch.copy_keys.clear();
-    scratch
-        .copy_keys
-        .extend((0..t_n).map(|j| derive(key_r, j as u64 + 1)));
-    let copy_keys = &scratch.copy_keys;
+/// Doubled average ranks (`2 × rank`, an integer) of a short vector by pairwise comparison; ties (exact
+/// equality) share the mean of their positions.
+fn doubled_ranks_small(values: &[f64], out: &mut Vec<f64>) {
+    out.clear();
+    out.extend(values.iter().map(|&v| {
+        let mut below = 0u32;
+        let mut equal = 0u32;
+        for &w in values {
+            below += u32::from(w < v);
+            equal += u32::from(w == v);
+        }
+        f64::from(2 * below + equal + 1)
+    }));
+}
 
-    let total_servers = off[design.agents.len()];
-    // rates[(flat server) * t_n + j]
-    scratch.rates.clear();
-    scratch.rates.resize(total_servers * t_n, 0.0);
-    scratch.codes.clear();
-    scratch.codes.resize(total_servers * t_n, 0);
-    let mut completion = vec![0.0; total_servers];
-    for (a, servers) in design.cells.iter().enumerate() {
-        for (s, tasks) in servers.iter().enumerate() {
-            let flat = off[a] + s;
-            let mut sum = 0.0;
-            for (j, &t) in scratch.draws.iter().enumerate() {
-                let cell = &tasks[t];
-                let m = cell.passes.len();
-                let k = if m == 0 || rate_is_degenerate(cell) {
-                    // Every draw from an all-FAIL or all-PASS cell gives the same rate; no draw needed
-                    // (streams are per cell and copy, so skipping one changes no other draw).
-                    cell.passes_count
-                } else {
-                    // The copy key and the cell key are independent 64-bit hashes; their XOR seeds the
-                    // copy's stream for this cell. The number of passes among m draws with replacement
-                    // is Binomial(m, k/m), drawn by inversion from one uniform.
-                    let x = Stream::new(copy_keys[j] ^ cell.key).next_u64();
-                    cell.thresholds.iter().filter(|t| **t <= x).count()
-                };
-                let rate = cell.rates[k];
-                if let Some(steps) = code_steps {
-                    scratch.codes[flat * t_n + j] = k as u16 * steps[a][s][t];
+/// Doubled average ranks of any vector (no NaN), with the sum of their squares.
+fn doubled_ranks(
+    values: &[f64],
+    keys: &mut Vec<(u64, u32)>,
+    tmp: &mut Vec<f64>,
+    out: &mut Vec<f64>,
+) -> f64 {
+    if values.len() <= 32 {
+        doubled_ranks_small(values, out);
+    } else {
+        average_ranks_into(values, keys, tmp);
+        out.clear();
+        out.extend(tmp.iter().map(|r| 2.0 * r));
+    }
+    out.iter().map(|r| r * r).sum()
+}
+
+/// Spearman's ρ from doubled average ranks `x`, `y` (integers, each summing to `n(n + 1)`) and their sums
+/// of squares: `(nΣxy − (Σx)²) / √((nΣx² − (Σx)²)(nΣy² − (Σy)²))`, which is the Pearson correlation of the
+/// ranks. Every sum is an integer below 2^53, so the result does not depend on the order of the points.
+/// `None` when either side is constant or there are fewer than two points.
+fn correlation_of_doubled(x: &[f64], sxx: f64, y: &[f64], syy: f64) -> Option<f64> {
+    let n = x.len();
+    if n < 2 || y.len() != n {
+        return None;
+    }
+    if n > EXACT_RANKS_MAX {
+        return pearson(x, y);
+    }
+    let mut acc = [0.0f64; 4];
+    let (xc, xr) = x.as_chunks::<4>();
+    let (yc, yr) = y.as_chunks::<4>();
+    for (a, b) in xc.iter().zip(yc) {
+        for i in 0..4 {
+            acc[i] += a[i] * b[i];
+        }
+    }
+    let tail: f64 = xr.iter().zip(yr).map(|(a, b)| a * b).sum();
+    let sxy = acc[0] + acc[1] + acc[2] + acc[3] + tail;
+    correlation_from_sums(n, sxy, sxx, syy)
+}
+
+/// Doubled average ranks of rate ids from their counts `bins` (`bins[id]` = how many of `ids` are
+/// `id`), with the sum of their squares.
+fn doubled_ranks_of_ids(
+    ids: &[u32],
+    bins: &[u32],
+    doubled_of: &mut Vec<f64>,
+    out: &mut Vec<f64>,
+) -> f64 {
+    doubled_of.clear();
+    doubled_of.resize(bins.len(), 0.0);
+    let mut below = 0u32;
+    let mut ss = 0.0;
+    for (b, r) in bins.iter().zip(doubled_of.iter_mut()) {
+        if *b > 0 {
+            *r = f64::from(2 * below + *b + 1);
+            ss += f64::from(*b) * *r * *r;
+            below += *b;
+        }
+    }
+    out.clear();
+    out.extend(ids.iter().map(|c| doubled_of[*c as usize]));
+    ss
+}
+
+/// Spearman's ρ from the sums of doubled ranks (see [`correlation_of_doubled`]).
+fn correlation_from_sums(n: usize, sxy: f64, sxx: f64, syy: f64) -> Option<f64> {
+    if n < 2 {
+        return None;
+    }
+    let nf = n as f64;
+    let s = nf * (nf + 1.0);
+    let vx = nf * sxx - s * s;
+    let vy = nf * syy - s * s;
+    if vx <= 0.0 || vy <= 0.0 {
+        return None;
+    }
+    Some(((nf * sxy - s * s) / (vx * vy).sqrt()).clamp(-1.0, 1.0))
+}
+
+/// [`doubled_ranks_of_ids`] into 16-bit integers (vectors of at most [`SMALL_RANKS_MAX`]).
+fn doubled_ranks_of_ids16(
+    ids: &[u32],
+    bins: &[u32],
+    doubled_of: &mut Vec<i16>,
+    out: &mut Vec<i16>,
+) -> f64 {
+    doubled_of.clear();
+    doubled_of.resize(bins.len(), 0);
+    let doubled_of = doubled_of.as_mut_slice();
+    let mut below = 0u32;
+    let mut ss = 0.0;
+    for (b, r) in bins.iter().zip(doubled_of.iter_mut()) {
+        if *b > 0 {
+            let d = 2 * below + *b + 1;
+            *r = d as i16;
+            ss += f64::from(*b) * f64::from(d) * f64::from(d);
+            below += *b;
+        }
+    }
+    out.clear();
+    out.resize(ids.len(), 0);
+    for (o, c) in out.iter_mut().zip(ids) {
+        *o = doubled_of[*c as usize];
+    }
+    ss
+}
+
+/// Spearman's ρ of two 16-bit doubled rank vectors (see [`correlation_of_doubled`]).
+fn correlation_of_doubled16(x: &[i16], sxx: f64, y: &[i16], syy: f64) -> Option<f64> {
+    if y.len() != x.len() {
+        return None;
+    }
+    let sxy: i32 = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| i32::from(*a) * i32::from(*b))
+        .sum();
+    correlation_from_sums(x.len(), f64::from(sxy), sxx, syy)
+}
+
+/// Add every drawn copy's value to its row's sum in `sums`, (with `IDS`) record its rate id at
+/// `ids[row * t_n + position]`, position in the draw sorted by task, and (with `HIST`) count it in
+/// `hist[agent * distinct rates + id]`.
+fn fill<const IDS: bool, const HIST: bool>(
+    flat: &FlatDesign,
+    drawn: &[Drawn],
+    sorted_keys: &[u64],
+    sums: &mut [f64],
+    ids: &mut [u32],
+    hist: &mut [u32],
+) {
+    let (thresholds, rates) = (flat.thresholds.as_slice(), flat.rates.as_slice());
+    for d in drawn {
+        let keys = &sorted_keys[d.first..d.first + d.copies];
+        let moving = flat.moving_start[d.task]..flat.moving_start[d.task + 1];
+        let cells = &flat.moving[moving.clone()];
+        let guides = &flat.guide[moving];
+        for (q, &ck) in keys.iter().enumerate() {
+            let position = d.first + q;
+            for (c, guide) in cells.iter().zip(guides) {
+                // The copy key and the cell key are independent 64-bit hashes; their XOR seeds the copy's
+                // stream for this cell. The number of passes among m draws with replacement is
+                // Binomial(m, k/m), drawn by inversion from one uniform: the number of thresholds at
+                // most `x`, read from the guide entry of its top byte and refined only near a threshold.
+                let x = Stream::new(ck ^ c.key).next_u64();
+                let g = guide[(x >> (64 - GUIDE_BITS)) as usize];
+                let mut k = u32::from(g & GUIDE_COUNT);
+                if g & GUIDE_REFINE != 0 {
+                    while k < c.n_thr && thresholds[(c.thr + k) as usize] <= x {
+                        k += 1;
+                    }
                 }
-                scratch.rates[flat * t_n + j] = rate;
-                sum += rate;
-            }
-            completion[flat] = if t_n == 0 { 0.0 } else { sum / t_n as f64 };
-        }
-    }
-    let mut ranks = Vec::with_capacity(total_servers);
-    for a in 0..design.agents.len() {
-        competition_ranks_into(&completion[off[a]..off[a + 1]], &mut scratch.ranks);
-        ranks.extend_from_slice(&scratch.ranks);
-    }
-    let mut server_rho = Vec::with_capacity(plans.len());
-    let mut cell_rho = Vec::with_capacity(plans.len());
-    if agreement {
-        // Average ranks of each agent's whole cell vector, shared by every pair whose common servers are
-        // both agents' whole boards (the usual case).
-        scratch
-            .agent_ranks
-            .resize_with(design.agents.len(), Vec::new);
-        for a in 0..design.agents.len() {
-            let range = off[a] * t_n..off[a + 1] * t_n;
-            match code_scale {
-                Some(l) => ranks_from_codes(
-                    &scratch.codes[range],
-                    l as usize,
-                    &mut scratch.bins,
-                    &mut scratch.rank_of,
-                    &mut scratch.agent_ranks[a],
-                ),
-                None => average_ranks_into(
-                    &scratch.rates[range],
-                    &mut scratch.keys,
-                    &mut scratch.agent_ranks[a],
-                ),
+                let rate = rates[(c.base + k) as usize];
+                let row = c.row as usize;
+                sums[row] += rate.value;
+                if IDS {
+                    ids[c.ids_at as usize + position] = rate.id;
+                }
+                if HIST {
+                    hist[(c.hist_at + rate.id) as usize] += 1;
+                }
             }
         }
-        for p in plans {
-            scratch.x.clear();
-            scratch.y.clear();
-            for &(sa, sb) in &p.common {
-                scratch.x.push(completion[off[p.a] + sa]);
-                scratch.y.push(completion[off[p.b] + sb]);
+        let (f0, f1) = (flat.fixed_start[d.task], flat.fixed_start[d.task + 1]);
+        for c in &flat.fixed[f0..f1] {
+            let row = c.row as usize;
+            sums[row] += d.copies as f64 * c.rate.value;
+            if IDS {
+                let at = c.ids_at as usize + d.first;
+                ids[at..at + d.copies].fill(c.rate.id);
             }
-            server_rho.push(spearman_scratch(
-                &scratch.x,
-                &scratch.y,
-                &mut scratch.keys,
-                &mut scratch.rx,
-                &mut scratch.ry,
-            ));
-            if p.whole_boards {
-                cell_rho.push(pearson(
-                    &scratch.agent_ranks[p.a],
-                    &scratch.agent_ranks[p.b],
-                ));
-                continue;
+            if HIST {
+                hist[(c.hist_at + c.rate.id) as usize] += d.copies as u32;
             }
-            scratch.x.clear();
-            scratch.y.clear();
-            for &(sa, sb) in &p.common {
-                let fa = off[p.a] + sa;
-                let fb = off[p.b] + sb;
-                scratch
-                    .x
-                    .extend_from_slice(&scratch.rates[fa * t_n..(fa + 1) * t_n]);
-                scratch
-                    .y
-                    .extend_from_slice(&scratch.rates[fb * t_n..(fb + 1) * t_n]);
-            }
-            cell_rho.push(spearman_scratch(
-                &scratch.x,
-                &scratch.y,
-                &mut scratch.keys,
-                &mut scratch.rx,
-                &mut scratch.ry,
-            ));
         }
-    }
-    ResampleOut {
-        completion,
-        ranks,
-        server_rho,
-        cell_rho,
     }
 }
 
-fn summarize_rho(point: Option<f64>, draws: Vec<Option<f64>>, n_points: usize) -> RhoSummary {
+impl Plan<'_> {
+    /// One resample: the task draw, every row's Completion (code) and rank, agreement, and the
+    /// sensitivity view's changed rows.
+    fn resample(&self, r: usize, scratch: &mut Scratch, out: &mut Out<'_>) {
+        let design = self.design;
+        let t_n = self.t_n;
+        let layout = self.layout;
+        let rows = layout.rows;
+        let key_r = derive(self.key, r as u64);
+        // Copy j draws task `draws[j]` and has the stream key derive(key_r, j + 1); the copies are
+        // processed grouped by task (Completion is a sum over copies, agreement pairs positions).
+        let mut task_stream = Stream::new(derive(key_r, 0));
+        scratch.counts.clear();
+        scratch.counts.resize(t_n, 0);
+        scratch.sorted_keys.clear();
+        scratch.sorted_keys.resize(t_n, 0);
+        scratch.tasks.clear();
+        for _ in 0..t_n {
+            let t = task_stream.below(t_n);
+            scratch.counts[t] += 1;
+            scratch.tasks.push(t);
+        }
+        scratch.drawn.clear();
+        let mut first = 0;
+        for (task, &copies) in scratch.counts.iter().enumerate() {
+            if copies > 0 {
+                scratch.drawn.push(Drawn {
+                    task,
+                    first,
+                    copies,
+                });
+                first += copies;
+            }
+        }
+        // Place each copy's key at its position: counts become the next free position of each task.
+        let mut next = 0;
+        for c in scratch.counts.iter_mut() {
+            let n = *c;
+            *c = next;
+            next += n;
+        }
+        for (j, &t) in scratch.tasks.iter().enumerate() {
+            scratch.sorted_keys[scratch.counts[t]] = derive(key_r, j as u64 + 1);
+            scratch.counts[t] += 1;
+        }
+
+        scratch.sums.clear();
+        scratch.sums.resize(rows, 0.0);
+        if self.agreement && self.n_rates <= COUNTING_MAX {
+            scratch.ids.resize(rows * t_n, 0);
+            scratch.hist.clear();
+            scratch.hist.resize(design.agents.len() * self.n_rates, 0);
+            fill::<true, true>(
+                &self.flat,
+                &scratch.drawn,
+                &scratch.sorted_keys,
+                &mut scratch.sums,
+                &mut scratch.ids,
+                &mut scratch.hist,
+            );
+        } else if self.agreement {
+            scratch.ids.resize(rows * t_n, 0);
+            fill::<true, false>(
+                &self.flat,
+                &scratch.drawn,
+                &scratch.sorted_keys,
+                &mut scratch.sums,
+                &mut scratch.ids,
+                &mut [],
+            );
+        } else {
+            fill::<false, false>(
+                &self.flat,
+                &scratch.drawn,
+                &scratch.sorted_keys,
+                &mut scratch.sums,
+                &mut [],
+                &mut [],
+            );
+        }
+        if self.scale.is_none() {
+            for s in scratch.sums.iter_mut() {
+                *s /= t_n as f64;
+            }
+        }
+        for a in 0..design.agents.len() {
+            let (lo, hi) = (self.off[a], self.off[a + 1]);
+            competition_ranks_into(&scratch.sums[lo..hi], &mut scratch.ranks);
+            for (s, rank) in scratch.ranks.iter().enumerate() {
+                out.set(layout.completion(lo + s), scratch.sums[lo + s]);
+                out.set(layout.rank(lo + s), f64::from(*rank));
+            }
+        }
+        if self.agreement {
+            self.agreement_of_resample(scratch, out);
+        }
+        if let Some(sens) = &self.sensitivity {
+            scratch.sens_sums.clear();
+            scratch.sens_sums.extend_from_slice(&scratch.sums);
+            for &row in &sens.rows {
+                scratch.sens_sums[row] = 0.0;
+            }
+            fill::<false, false>(
+                &sens.flat,
+                &scratch.drawn,
+                &scratch.sorted_keys,
+                &mut scratch.sens_sums,
+                &mut [],
+                &mut [],
+            );
+            if self.scale.is_none() {
+                for &row in &sens.rows {
+                    scratch.sens_sums[row] /= t_n as f64;
+                }
+            }
+            for row in 0..rows {
+                out.set(layout.sens_completion(row), scratch.sens_sums[row]);
+                let rank = out.get(layout.rank(row));
+                out.set(layout.sens_rank(row), rank);
+            }
+            for &a in &sens.agents {
+                let (lo, hi) = (self.off[a], self.off[a + 1]);
+                competition_ranks_into(&scratch.sens_sums[lo..hi], &mut scratch.ranks);
+                for (s, rank) in scratch.ranks.iter().enumerate() {
+                    out.set(layout.sens_rank(lo + s), f64::from(*rank));
+                }
+            }
+        }
+    }
+
+    /// Spearman ρ of every agent pair on one resample (server Completion and cell pass rates). `NaN`
+    /// records a resample where ρ is undefined.
+    fn agreement_of_resample(&self, scratch: &mut Scratch, out: &mut Out<'_>) {
+        let design = self.design;
+        let t_n = self.t_n;
+        let layout = self.layout;
+        let n_agents = design.agents.len();
+        scratch.cell_ranks.resize_with(n_agents, Vec::new);
+        scratch.server_ranks.resize_with(n_agents, Vec::new);
+        scratch.cell_ss.resize(n_agents, 0.0);
+        scratch.server_ss.resize(n_agents, 0.0);
+        // Doubled average ranks of each agent's whole cell vector and server vector, shared by every pair
+        // whose common servers are both agents' whole boards (the usual case).
+        scratch.cell_ranks16.resize_with(n_agents, Vec::new);
+        for a in 0..n_agents {
+            let ids = &scratch.ids[self.off[a] * t_n..self.off[a + 1] * t_n];
+            scratch.cell_ss[a] = if self.cells16 {
+                doubled_ranks_of_ids16(
+                    ids,
+                    &scratch.hist[a * self.n_rates..(a + 1) * self.n_rates],
+                    &mut scratch.doubled16_of,
+                    &mut scratch.cell_ranks16[a],
+                )
+            } else if self.n_rates <= COUNTING_MAX {
+                doubled_ranks_of_ids(
+                    ids,
+                    &scratch.hist[a * self.n_rates..(a + 1) * self.n_rates],
+                    &mut scratch.doubled_of,
+                    &mut scratch.cell_ranks[a],
+                )
+            } else {
+                scratch.x.clear();
+                scratch.x.extend(ids.iter().map(|c| f64::from(*c)));
+                doubled_ranks(
+                    &scratch.x,
+                    &mut scratch.keys,
+                    &mut scratch.rx,
+                    &mut scratch.cell_ranks[a],
+                )
+            };
+            scratch.server_ss[a] = doubled_ranks(
+                &scratch.sums[self.off[a]..self.off[a + 1]],
+                &mut scratch.keys,
+                &mut scratch.rx,
+                &mut scratch.server_ranks[a],
+            );
+        }
+        for (i, p) in self.pairs.iter().enumerate() {
+            let (server_rho, cell_rho) = if p.whole_boards {
+                (
+                    correlation_of_doubled(
+                        &scratch.server_ranks[p.a],
+                        scratch.server_ss[p.a],
+                        &scratch.server_ranks[p.b],
+                        scratch.server_ss[p.b],
+                    ),
+                    if self.cells16 {
+                        correlation_of_doubled16(
+                            &scratch.cell_ranks16[p.a],
+                            scratch.cell_ss[p.a],
+                            &scratch.cell_ranks16[p.b],
+                            scratch.cell_ss[p.b],
+                        )
+                    } else {
+                        correlation_of_doubled(
+                            &scratch.cell_ranks[p.a],
+                            scratch.cell_ss[p.a],
+                            &scratch.cell_ranks[p.b],
+                            scratch.cell_ss[p.b],
+                        )
+                    },
+                )
+            } else {
+                scratch.x.clear();
+                scratch.y.clear();
+                for &(sa, sb) in &p.common {
+                    scratch.x.push(scratch.sums[self.off[p.a] + sa]);
+                    scratch.y.push(scratch.sums[self.off[p.b] + sb]);
+                }
+                let server_rho = spearman_scratch(
+                    &scratch.x,
+                    &scratch.y,
+                    &mut scratch.keys,
+                    &mut scratch.rx,
+                    &mut scratch.ry,
+                );
+                scratch.x.clear();
+                scratch.y.clear();
+                for &(sa, sb) in &p.common {
+                    let fa = self.off[p.a] + sa;
+                    let fb = self.off[p.b] + sb;
+                    // Rate ids order like the rates and tie exactly when they do.
+                    scratch.x.extend(
+                        scratch.ids[fa * t_n..(fa + 1) * t_n]
+                            .iter()
+                            .map(|c| f64::from(*c)),
+                    );
+                    scratch.y.extend(
+                        scratch.ids[fb * t_n..(fb + 1) * t_n]
+                            .iter()
+                            .map(|c| f64::from(*c)),
+                    );
+                }
+                let cell_rho = spearman_scratch(
+                    &scratch.x,
+                    &scratch.y,
+                    &mut scratch.keys,
+                    &mut scratch.rx,
+                    &mut scratch.ry,
+                );
+                (server_rho, cell_rho)
+            };
+            out.set(layout.server_rho(i), server_rho.unwrap_or(f64::NAN));
+            out.set(layout.cell_rho(i), cell_rho.unwrap_or(f64::NAN));
+        }
+    }
+
+    /// Run every resample; the result holds blocks of [`CHUNK`] resamples, each block column-major.
+    fn run(&self, resamples: usize) -> Draws {
+        let len = self.layout.len();
+        let mut buf = vec![0.0f64; resamples * len];
+        if len > 0 {
+            buf.par_chunks_mut(CHUNK * len).enumerate().for_each_init(
+                Scratch::default,
+                |scratch, (ci, block)| {
+                    let n = block.len() / len;
+                    for local in 0..n {
+                        let mut out = Out { block, n, local };
+                        self.resample(ci * CHUNK + local, scratch, &mut out);
+                    }
+                },
+            );
+        }
+        Draws {
+            buf,
+            len,
+            resamples,
+        }
+    }
+}
+
+/// The outputs of one resample inside its block (column `c` of resample `local` at `c * n + local`).
+struct Out<'a> {
+    block: &'a mut [f64],
+    n: usize,
+    local: usize,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn set(&mut self, column: usize, v: f64) {
+        self.block[column * self.n + self.local] = v;
+    }
+    #[inline]
+    fn get(&self, column: usize) -> f64 {
+        self.block[column * self.n + self.local]
+    }
+}
+
+/// All resamples' outputs, in blocks of [`CHUNK`] resamples.
+struct Draws {
+    buf: Vec<f64>,
+    len: usize,
+    resamples: usize,
+}
+
+impl Draws {
+    /// Column `c` over every resample, in resample order, into `out`.
+    fn column_into(&self, c: usize, out: &mut Vec<f64>) {
+        out.clear();
+        if self.len == 0 {
+            return;
+        }
+        for block in self.buf.chunks(CHUNK * self.len) {
+            let n = block.len() / self.len;
+            out.extend_from_slice(&block[c * n..(c + 1) * n]);
+        }
+    }
+}
+
+/// The 2.5% and 97.5% quantiles of a column of integer-valued draws in `0..=max`, by counting, with
+/// `value` mapping an integer to what it stands for.
+fn interval_counted(
+    column: &[f64],
+    max: usize,
+    counts: &mut Vec<u32>,
+    value: impl Fn(usize) -> f64,
+) -> Option<(f64, f64)> {
+    counts.clear();
+    counts.resize(max + 1, 0);
+    for v in column {
+        counts[(*v as usize).min(max)] += 1;
+    }
+    Some((
+        quantile_counted(counts, 0.025, &value)?,
+        quantile_counted(counts, 0.975, &value)?,
+    ))
+}
+
+fn summarize_rho(point: Option<f64>, draws: &[f64], n_points: usize) -> RhoSummary {
     let total = draws.len();
-    let mut used: Vec<f64> = draws.into_iter().flatten().collect();
+    let mut used: Vec<f64> = draws.iter().copied().filter(|v| !v.is_nan()).collect();
     let ci = match (
         quantile_select(&mut used, 0.025),
         quantile_select(&mut used, 0.975),
@@ -460,7 +1079,7 @@ pub fn category_key(seed: u64, category: &str) -> u64 {
 /// Run the cluster bootstrap of one category with `resamples` resamples (in parallel on the current rayon
 /// pool; the result does not depend on the number of threads).
 pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> BootstrapResult {
-    bootstrap_with(design, seed, resamples, true)
+    bootstrap_with(design, None, seed, resamples, true).0
 }
 
 /// The bootstrap without the agreement statistics (the sensitivity view needs only Completion and ranks).
@@ -469,85 +1088,179 @@ pub fn cluster_bootstrap_completion(
     seed: u64,
     resamples: usize,
 ) -> BootstrapResult {
-    bootstrap_with(design, seed, resamples, false)
+    bootstrap_with(design, None, seed, resamples, false).0
 }
 
-fn bootstrap_with(
-    design: &Design,
+/// The headline bootstrap (with agreement) and the sensitivity view's (Completion and ranks only) in one
+/// pass over the resamples. The sensitivity design must cover the same agents, servers and tasks; its
+/// result equals [`cluster_bootstrap_completion`] of it, since every draw is keyed by what is drawn.
+pub fn cluster_bootstrap_with_sensitivity(
+    headline: &Design,
+    sensitivity: &Design,
     seed: u64,
     resamples: usize,
-    agreement: bool,
-) -> BootstrapResult {
-    let plans = pair_plans(design);
-    let off = offsets(design);
-    let key = category_key(seed, &design.category);
-    let code_scale = rate_code_scale(design);
-    // Per cell: the code of one pass, L / m.
-    let code_steps: Option<Vec<Vec<Vec<u16>>>> = code_scale.map(|l| {
-        design
-            .cells
-            .iter()
-            .map(|servers| {
-                servers
-                    .iter()
-                    .map(|tasks| {
-                        tasks
-                            .iter()
-                            .map(|c| (l / (c.passes.len().max(1) as u32)) as u16)
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect()
-    });
-    let outs: Vec<ResampleOut> = (0..resamples)
-        .into_par_iter()
-        .map_init(Scratch::default, |scratch, r| {
-            one_resample(
-                design,
-                &plans,
-                &off,
-                key,
-                r,
-                agreement,
-                code_scale,
-                code_steps.as_deref(),
-                scratch,
-            )
-        })
-        .collect();
+) -> (BootstrapResult, BootstrapResult) {
+    let same_shape = headline.category == sensitivity.category
+        && headline.tasks == sensitivity.tasks
+        && headline.agents == sensitivity.agents
+        && headline.servers == sensitivity.servers
+        && headline.cells.len() == sensitivity.cells.len()
+        && headline.cells.iter().zip(&sensitivity.cells).all(|(x, y)| {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(tx, ty)| tx.len() == ty.len() && tx.len() == headline.tasks.len())
+        });
+    if !same_shape {
+        return (
+            cluster_bootstrap(headline, seed, resamples),
+            cluster_bootstrap_completion(sensitivity, seed, resamples),
+        );
+    }
+    let (h, s) = bootstrap_with(headline, Some(sensitivity), seed, resamples, true);
+    let s = s.unwrap_or_else(|| cluster_bootstrap_completion(sensitivity, seed, resamples));
+    (h, s)
+}
 
-    let point = point_completion(design);
+/// Percentile intervals of Completion and ranks from the draws' columns.
+// The columns of a view are passed as the two mapping closures; bundling them would only rename them.
+#[allow(clippy::too_many_arguments)]
+fn summarize_view(
+    design: &Design,
+    off: &[usize],
+    scale: Option<u64>,
+    point: Vec<Vec<f64>>,
+    draws: &Draws,
+    completion_col: impl Fn(usize) -> usize,
+    rank_col: impl Fn(usize) -> usize,
+    pairs: Vec<PairAgreement>,
+) -> BootstrapResult {
     let mut rank_point = Vec::new();
     for p in &point {
         rank_point.push(crate::stats::ranking::competition_ranks(p));
     }
+    let t_n = design.tasks.len() as u64;
+    let max_code = scale.map(|l| l * t_n).filter(|c| *c <= MAX_COUNTED_CODE);
     let mut completion_ci = Vec::new();
     let mut rank_interval = Vec::new();
-    let mut column: Vec<f64> = Vec::with_capacity(resamples);
+    let mut column: Vec<f64> = Vec::with_capacity(draws.resamples);
+    let mut counts: Vec<u32> = Vec::new();
     for a in 0..design.agents.len() {
         let mut ci_row = Vec::new();
         let mut rank_row = Vec::new();
-        for s in 0..design.servers[a].len() {
+        let n_servers = design.servers[a].len();
+        for s in 0..n_servers {
             let flat = off[a] + s;
-            column.clear();
-            column.extend(outs.iter().map(|o| o.completion[flat]));
-            let lo = quantile_select(&mut column, 0.025).unwrap_or(point[a][s]);
-            let hi = quantile_select(&mut column, 0.975).unwrap_or(point[a][s]);
-            ci_row.push((lo, hi));
-            column.clear();
-            column.extend(outs.iter().map(|o| f64::from(o.ranks[flat])));
+            draws.column_into(completion_col(flat), &mut column);
+            let ci = match (scale, max_code) {
+                (Some(_), Some(max)) => interval_counted(&column, max as usize, &mut counts, |c| {
+                    c as f64 / max as f64
+                }),
+                (Some(l), None) => {
+                    let denom = (l * t_n) as f64;
+                    for v in column.iter_mut() {
+                        *v /= denom;
+                    }
+                    quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
+                }
+                (None, _) => {
+                    quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
+                }
+            };
+            ci_row.push(ci.unwrap_or((point[a][s], point[a][s])));
+            draws.column_into(rank_col(flat), &mut column);
             let rp = f64::from(rank_point[a][s]);
-            let rlo = quantile_select(&mut column, 0.025).unwrap_or(rp).floor() as u32;
-            let rhi = quantile_select(&mut column, 0.975).unwrap_or(rp).ceil() as u32;
-            rank_row.push((rlo, rhi));
+            let (rlo, rhi) =
+                interval_counted(&column, n_servers, &mut counts, |r| r as f64).unwrap_or((rp, rp));
+            rank_row.push((rlo.floor() as u32, rhi.ceil() as u32));
         }
         completion_ci.push(ci_row);
         rank_interval.push(rank_row);
     }
+    BootstrapResult {
+        completion_point: point,
+        completion_ci,
+        rank_point,
+        rank_interval,
+        pairs,
+        resamples: draws.resamples,
+    }
+}
 
-    let mut pairs = Vec::new();
-    for (i, p) in plans.iter().enumerate().filter(|_| agreement) {
+/// The board rows whose cells differ between two designs of the same shape, and the agents owning them.
+fn changed_rows(
+    headline: &Design,
+    sensitivity: &Design,
+    off: &[usize],
+) -> (Vec<usize>, Vec<usize>) {
+    let mut rows = Vec::new();
+    let mut agents = Vec::new();
+    for (a, (hs, ss)) in headline.cells.iter().zip(&sensitivity.cells).enumerate() {
+        for (s, (ht, st)) in hs.iter().zip(ss).enumerate() {
+            let differs = ht
+                .iter()
+                .zip(st)
+                .any(|(x, y)| x.key != y.key || x.passes != y.passes);
+            if differs {
+                rows.push(off[a] + s);
+                if agents.last() != Some(&a) {
+                    agents.push(a);
+                }
+            }
+        }
+    }
+    (rows, agents)
+}
+
+fn bootstrap_with(
+    design: &Design,
+    sensitivity: Option<&Design>,
+    seed: u64,
+    resamples: usize,
+    agreement: bool,
+) -> (BootstrapResult, Option<BootstrapResult>) {
+    let pairs = pair_plans(design);
+    let off = offsets(design);
+    let distinct = distinct_rates(std::iter::once(design).chain(sensitivity));
+    let scale = code_scale(std::iter::once(design).chain(sensitivity));
+    let flat = flatten(design, None, &distinct, scale);
+    let sens_plan = sensitivity.map(|d| {
+        let (rows, agents) = changed_rows(design, d, &off);
+        SensitivityPlan {
+            flat: flatten(d, Some(&rows), &distinct, scale),
+            rows,
+            agents,
+        }
+    });
+    let layout = Layout {
+        rows: off[design.agents.len()],
+        pairs: if agreement { pairs.len() } else { 0 },
+        sensitivity: sens_plan.is_some(),
+    };
+    let plan = Plan {
+        design,
+        t_n: design.tasks.len(),
+        flat,
+        off,
+        pairs,
+        agreement,
+        n_rates: distinct.len(),
+        cells16: distinct.len() <= COUNTING_MAX
+            && design
+                .servers
+                .iter()
+                .all(|s| s.len() * design.tasks.len() <= SMALL_RANKS_MAX),
+        scale,
+        sensitivity: sens_plan,
+        key: category_key(seed, &design.category),
+        layout,
+    };
+    let draws = plan.run(resamples);
+    let point = point_completion(design);
+
+    let mut pair_out = Vec::new();
+    let mut column = Vec::with_capacity(resamples);
+    for (i, p) in plan.pairs.iter().enumerate().filter(|_| agreement) {
         let xs: Vec<f64> = p.common.iter().map(|&(sa, _)| point[p.a][sa]).collect();
         let ys: Vec<f64> = p.common.iter().map(|&(_, sb)| point[p.b][sb]).collect();
         let server_point = spearman(&xs, &ys);
@@ -560,28 +1273,39 @@ fn bootstrap_with(
             }
         }
         let cell_point = spearman(&cx, &cy);
-        pairs.push(PairAgreement {
+        draws.column_into(layout.server_rho(i), &mut column);
+        let server_rho = summarize_rho(server_point, &column, p.common.len());
+        draws.column_into(layout.cell_rho(i), &mut column);
+        let cell_rho = summarize_rho(cell_point, &column, cx.len());
+        pair_out.push(PairAgreement {
             agent_a: p.a,
             agent_b: p.b,
             common_servers: p.names.clone(),
-            server_rho: summarize_rho(
-                server_point,
-                outs.iter().map(|o| o.server_rho[i]).collect(),
-                p.common.len(),
-            ),
-            cell_rho: summarize_rho(
-                cell_point,
-                outs.iter().map(|o| o.cell_rho[i]).collect(),
-                cx.len(),
-            ),
+            server_rho,
+            cell_rho,
         });
     }
-    BootstrapResult {
-        completion_point: point,
-        completion_ci,
-        rank_point,
-        rank_interval,
-        pairs,
-        resamples,
-    }
+    let sens_result = sensitivity.filter(|_| layout.sensitivity).map(|d| {
+        summarize_view(
+            d,
+            &plan.off,
+            scale,
+            point_completion(d),
+            &draws,
+            |row| layout.sens_completion(row),
+            |row| layout.sens_rank(row),
+            Vec::new(),
+        )
+    });
+    let headline = summarize_view(
+        design,
+        &plan.off,
+        scale,
+        point,
+        &draws,
+        |row| layout.completion(row),
+        |row| layout.rank(row),
+        pair_out,
+    );
+    (headline, sens_result)
 }

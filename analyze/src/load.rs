@@ -93,11 +93,11 @@ pub fn read_csv(path: &Path) -> Result<StringTable, LoadError> {
         .collect();
     let mut cols: Vec<Vec<Option<String>>> = vec![Vec::new(); headers.len()];
     let mut rows = 0;
-    for rec in rdr.records() {
-        let rec = rec.map_err(|source| LoadError::Csv {
-            path: p.clone(),
-            source,
-        })?;
+    let mut rec = csv::StringRecord::new();
+    while rdr.read_record(&mut rec).map_err(|source| LoadError::Csv {
+        path: p.clone(),
+        source,
+    })? {
         for (i, col) in cols.iter_mut().enumerate() {
             let v = rec.get(i).map(str::trim).filter(|s| !s.is_empty());
             col.push(v.map(str::to_string));

@@ -49,6 +49,43 @@ pub fn quantile_select(values: &mut [f64], q: f64) -> Option<f64> {
     })
 }
 
+/// The same value as [`quantile_sorted`] for a sample of small non-negative integers given by their
+/// counts (`counts[v]` = how many times `v` occurs), where `value(v)` is the number `v` stands for
+/// (nondecreasing in `v`). `None` for an empty sample.
+pub fn quantile_counted(counts: &[u32], q: f64, value: impl Fn(usize) -> f64) -> Option<f64> {
+    let n: u64 = counts.iter().map(|c| u64::from(*c)).sum();
+    if n == 0 {
+        return None;
+    }
+    let virtual_index = (n - 1) as f64 * q;
+    let clamped = virtual_index.clamp(0.0, (n - 1) as f64);
+    let lo = clamped.floor();
+    let gamma = clamped - lo;
+    let lo_i = lo as u64;
+    let hi_i = (lo_i + 1).min(n - 1);
+    // The values at sorted positions lo_i and hi_i.
+    let mut seen = 0u64;
+    let mut a = None;
+    let mut b = None;
+    for (v, c) in counts.iter().enumerate() {
+        seen += u64::from(*c);
+        if a.is_none() && seen > lo_i {
+            a = Some(value(v));
+        }
+        if seen > hi_i {
+            b = Some(value(v));
+            break;
+        }
+    }
+    let (a, b) = (a?, b?);
+    let diff = b - a;
+    Some(if gamma >= 0.5 {
+        b - diff * (1.0 - gamma)
+    } else {
+        a + diff * gamma
+    })
+}
+
 /// Percentile `p` (in `[0, 100]`) of an unsorted sample; sorts a copy.
 pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
@@ -105,6 +142,30 @@ mod tests {
                 assert_eq!(quantile_select(&mut w, q), quantile_sorted(&sorted, q));
             }
         }
+    }
+
+    #[test]
+    fn counting_matches_sorting() {
+        let mut st = crate::rng::Stream::new(11);
+        for n in [1usize, 2, 3, 10, 101, 4000] {
+            for max in [0usize, 1, 7, 90] {
+                let v: Vec<usize> = (0..n).map(|_| st.below(max + 1)).collect();
+                let mut counts = vec![0u32; max + 1];
+                for x in &v {
+                    counts[*x] += 1;
+                }
+                let value = |x: usize| x as f64 / 90.0;
+                let mut sorted: Vec<f64> = v.iter().map(|x| value(*x)).collect();
+                sorted.sort_by(f64::total_cmp);
+                for q in [0.0, 0.025, 0.3, 0.5, 0.975, 1.0] {
+                    assert_eq!(
+                        quantile_counted(&counts, q, value),
+                        quantile_sorted(&sorted, q)
+                    );
+                }
+            }
+        }
+        assert_eq!(quantile_counted(&[0, 0], 0.5, |x| x as f64), None);
     }
 
     #[test]
