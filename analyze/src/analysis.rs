@@ -17,7 +17,8 @@ use crate::stats::ranking::{BandEntry, bands, by_point_desc, dominance_positions
 use crate::stats::separation::{attempts_to_separate, two_proportion_power};
 use crate::stats::wilson::wilson;
 use agentrank_schema::analysis::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Analysis settings (recorded in the output).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,8 +96,51 @@ fn method_record(cfg: &Config) -> Method {
 
 type CellKey = (String, String); // (agent, server)
 
-/// Per tool (`None` = the whole server): latencies and the attempts they came from.
-type LatencyByTool<'a> = BTreeMap<Option<&'a str>, (Vec<f64>, BTreeSet<&'a str>)>;
+/// Per tool (`None` = the whole server): latencies and the attempts they came from (ids sorted and
+/// deduplicated when the rows are made).
+type LatencyByTool<'a> = BTreeMap<Option<&'a str>, (Vec<f64>, Vec<&'a str>)>;
+
+/// Tool calls by attempt id.
+pub type CallsByAttempt<'a> = HashMap<&'a str, Vec<&'a ToolCall>, BuildHasherDefault<IdHasher>>;
+
+/// A fast, non-cryptographic hasher for attempt ids (local keys, looked up many times per cell; no
+/// iteration order depends on it). Mixes eight bytes at a time.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl IdHasher {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        // Spread the high bits down: the table indexes with the low bits.
+        self.0 ^ (self.0 >> 29)
+    }
+}
 
 /// The scored attempts of one category, indexed.
 struct CategoryData<'a> {
@@ -108,30 +152,42 @@ struct CategoryData<'a> {
 }
 
 fn index_category<'a>(attempts: &[&'a Attempt]) -> CategoryData<'a> {
-    let mut cells: BTreeMap<CellKey, BTreeMap<String, Vec<&Attempt>>> = BTreeMap::new();
-    let mut core_tasks = BTreeSet::new();
-    let mut extended_tasks = BTreeSet::new();
-    let mut task_capability = BTreeMap::new();
+    // Index on borrowed names first and own each distinct name once at the end (same order: `&str` and
+    // `String` compare alike).
+    type Borrowed<'a> = BTreeMap<(&'a str, &'a str), BTreeMap<&'a str, Vec<&'a Attempt>>>;
+    let mut by_cell: Borrowed<'a> = BTreeMap::new();
+    let mut core_tasks: BTreeSet<&str> = BTreeSet::new();
+    let mut extended_tasks: BTreeSet<&str> = BTreeSet::new();
+    let mut task_capability: BTreeMap<&str, &str> = BTreeMap::new();
     for a in attempts.iter().filter(|a| a.role == Role::Scored) {
-        cells
-            .entry((a.agent.clone(), a.server.clone()))
+        by_cell
+            .entry((a.agent.as_str(), a.server.as_str()))
             .or_default()
-            .entry(a.task.clone())
+            .entry(a.task.as_str())
             .or_default()
             .push(a);
         match a.class {
-            TaskClass::Core => core_tasks.insert(a.task.clone()),
-            TaskClass::Extended => extended_tasks.insert(a.task.clone()),
+            TaskClass::Core => core_tasks.insert(a.task.as_str()),
+            TaskClass::Extended => extended_tasks.insert(a.task.as_str()),
         };
         if let Some(c) = &a.capability {
-            task_capability.insert(a.task.clone(), c.clone());
+            task_capability.insert(a.task.as_str(), c.as_str());
         }
     }
     CategoryData {
-        cells,
-        core_tasks,
-        extended_tasks,
-        task_capability,
+        cells: by_cell
+            .into_iter()
+            .map(|((agent, server), tasks)| {
+                let tasks = tasks.into_iter().map(|(t, v)| (t.to_string(), v)).collect();
+                ((agent.to_string(), server.to_string()), tasks)
+            })
+            .collect(),
+        core_tasks: core_tasks.into_iter().map(str::to_string).collect(),
+        extended_tasks: extended_tasks.into_iter().map(str::to_string).collect(),
+        task_capability: task_capability
+            .into_iter()
+            .map(|(t, c)| (t.to_string(), c.to_string()))
+            .collect(),
     }
 }
 
@@ -359,7 +415,7 @@ fn analyze_category(
     input: &Input,
     category: &str,
     attempts: &[&Attempt],
-    calls_by_attempt: &BTreeMap<&str, Vec<&ToolCall>>,
+    calls_by_attempt: &CallsByAttempt<'_>,
     cfg: &Config,
     global_void: Option<&str>,
 ) -> CategoryOutput {
@@ -500,16 +556,16 @@ fn analyze_category(
 
     // 5. Per cell: coverage, rule completeness, exclusions.
     let low = |agent: &str| input.low_sample_agents.contains(agent);
-    let advertised_known = |server: &str| {
-        input
-            .advertised
-            .contains_key(&(category.to_string(), server.to_string()))
-    };
+    // This category's advertised capabilities by server, looked up without building owned keys.
+    let advertised_of: BTreeMap<&str, &BTreeSet<String>> = input
+        .advertised
+        .iter()
+        .filter(|((c, _), _)| c == category)
+        .map(|((_, s), caps)| (s.as_str(), caps))
+        .collect();
     let unsupported = |server: &str, task: &str| -> bool {
         match (
-            input
-                .advertised
-                .get(&(category.to_string(), server.to_string())),
+            advertised_of.get(server).copied(),
             data.task_capability.get(task),
         ) {
             (Some(adv), Some(cap)) => !adv.contains(cap),
@@ -776,9 +832,7 @@ fn analyze_category(
             .iter()
             .filter(|a| a.outcome.headline_pass().is_some())
             .count();
-        let advertised = input
-            .advertised
-            .get(&(category.to_string(), server.clone()));
+        let advertised = advertised_of.get(server.as_str()).copied();
         let coverage = advertised.and_then(|adv| metrics::coverage(&core_caps, adv));
         let reliability = advertised.and_then(|adv| {
             let rates: Vec<f64> = core
@@ -824,7 +878,6 @@ fn analyze_category(
             }
         };
         let refusal = cell_refusal.get(&key);
-        let _ = advertised_known(server);
         for (view, b) in [(View::Headline, &boot), (View::Sensitivity, &sens_boot)] {
             let pos = position(agent, server);
             let (point, ci, rank, rint, band) = match (refusal, pos) {
@@ -1064,24 +1117,30 @@ fn analyze_category(
     let mut by_server: BTreeMap<&str, LatencyByTool<'_>> = BTreeMap::new();
     for a in attempts.iter().filter(|a| a.role == Role::Scored) {
         if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
+            if !calls.iter().any(|c| c.latency_ms.is_some()) {
+                continue;
+            }
+            let tools = by_server.entry(a.server.as_str()).or_default();
             for c in calls {
                 if let Some(l) = c.latency_ms {
                     for tool in [None, Some(c.tool_name.as_str())] {
-                        let e = by_server
-                            .entry(a.server.as_str())
-                            .or_default()
-                            .entry(tool)
-                            .or_default();
+                        let e = tools.entry(tool).or_default();
                         e.0.push(l);
-                        e.1.insert(a.attempt_id.as_str());
+                        // Consecutive calls of one attempt repeat its id: keep it once here; the
+                        // rest of the duplicates go at the end.
+                        if e.1.last() != Some(&a.attempt_id.as_str()) {
+                            e.1.push(a.attempt_id.as_str());
+                        }
                     }
                 }
             }
         }
     }
     for (server, tools) in by_server {
-        for (tool, (lat, ids)) in tools {
+        for (tool, (lat, mut ids)) in tools {
             let mp = median_p95(&lat);
+            ids.sort_unstable();
+            ids.dedup();
             latency_rows.push(LatencyRow {
                 category: category.to_string(),
                 server: server.to_string(),
@@ -1135,19 +1194,20 @@ fn agreement_rows(
     let mut qualifying = 0;
     for p in &boot.pairs {
         let (a, b) = (&design.agents[p.agent_a], &design.agents[p.agent_b]);
-        let mut ids: Vec<String> = Vec::new();
+        let mut borrowed: Vec<&str> = Vec::new();
         for agent in [a, b] {
             for s in &p.common_servers {
                 if let Some(tasks) = data.cells.get(&(agent.clone(), s.clone())) {
                     for t in &design.tasks {
                         if let Some(atts) = tasks.get(t) {
-                            ids.extend(atts.iter().map(|x| x.attempt_id.clone()));
+                            borrowed.extend(atts.iter().map(|x| x.attempt_id.as_str()));
                         }
                     }
                 }
             }
         }
-        ids.sort();
+        borrowed.sort_unstable();
+        let ids: Vec<String> = borrowed.into_iter().map(str::to_string).collect();
         let meets = |r: &crate::bootstrap::RhoSummary, th: f64| r.ci.map(|c| c.0 >= th);
         let sm = meets(&p.server_rho, SERVER_RHO_MIN);
         let cm = meets(&p.cell_rho, CELL_RHO_MIN);
@@ -1195,8 +1255,8 @@ fn agreement_rows(
 }
 
 /// Categories present in an input's attempts.
-fn categories_of(input: &Input) -> BTreeSet<String> {
-    input.attempts.iter().map(|a| a.category.clone()).collect()
+fn categories_of(input: &Input) -> BTreeSet<&str> {
+    input.attempts.iter().map(|a| a.category.as_str()).collect()
 }
 
 /// Run the whole analysis. For each category, the last input that holds it is analysed; earlier inputs
@@ -1214,7 +1274,7 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
     let mut current: BTreeMap<String, usize> = BTreeMap::new();
     for (i, input) in inputs.iter().enumerate() {
         for c in categories_of(input) {
-            current.insert(c, i);
+            current.insert(c.to_string(), i);
         }
     }
     // Smoke first pass: does any category void the sweep of its input?
@@ -1255,7 +1315,7 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
     }
     let mut results: Vec<(String, CategoryOutput)> = Vec::new();
     // Tool calls by attempt, once per input.
-    let mut calls_of: BTreeMap<usize, BTreeMap<&str, Vec<&ToolCall>>> = BTreeMap::new();
+    let mut calls_of: BTreeMap<usize, CallsByAttempt<'_>> = BTreeMap::new();
     for (category, &i) in &current {
         let input = &inputs[i];
         let attempts: Vec<&Attempt> = input
@@ -1264,7 +1324,7 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
             .filter(|a| &a.category == category)
             .collect();
         let calls = calls_of.entry(i).or_insert_with(|| {
-            let mut calls: BTreeMap<&str, Vec<&ToolCall>> = BTreeMap::new();
+            let mut calls: CallsByAttempt<'_> = HashMap::default();
             for c in &input.tool_calls {
                 calls.entry(c.attempt_id.as_str()).or_default().push(c);
             }

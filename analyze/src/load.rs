@@ -46,19 +46,55 @@ pub enum LoadError {
     Unsupported { path: String },
 }
 
+/// One column of a [`StringTable`]: every cell's text in one buffer, each cell a span of it (`None` =
+/// null or empty), so reading a table costs no allocation per field.
+#[derive(Debug, Default)]
+pub struct Column {
+    text: String,
+    spans: Vec<Option<(usize, usize)>>,
+}
+
+impl Column {
+    /// Append a cell (`None` = null).
+    pub fn push(&mut self, value: Option<&str>) {
+        self.spans.push(value.map(|v| {
+            let start = self.text.len();
+            self.text.push_str(v);
+            (start, self.text.len())
+        }));
+    }
+    /// Make room for `cells` more cells holding `bytes` more text.
+    pub fn reserve(&mut self, cells: usize, bytes: usize) {
+        self.spans.reserve(cells);
+        self.text.reserve(bytes);
+    }
+    /// The cell in row `r` (`None` = null).
+    pub fn get(&self, r: usize) -> Option<&str> {
+        self.spans[r].map(|(a, b)| &self.text[a..b])
+    }
+    /// Number of cells.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    /// Whether the column has no cells.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
 /// A table as named string columns (nulls as `None`), whatever its source format.
 #[derive(Debug, Default)]
 pub struct StringTable {
     pub path: String,
-    pub columns: BTreeMap<String, Vec<Option<String>>>,
+    pub columns: BTreeMap<String, Column>,
     pub rows: usize,
 }
 
 impl StringTable {
-    fn find(&self, names: &[&str]) -> Option<&Vec<Option<String>>> {
+    fn find(&self, names: &[&str]) -> Option<&Column> {
         names.iter().find_map(|n| self.columns.get(*n))
     }
-    fn required(&self, names: &[&str]) -> Result<&Vec<Option<String>>, LoadError> {
+    fn required(&self, names: &[&str]) -> Result<&Column, LoadError> {
         self.find(names).ok_or_else(|| LoadError::MissingColumn {
             path: self.path.clone(),
             column: names[0].to_string(),
@@ -91,16 +127,30 @@ pub fn read_csv(path: &Path) -> Result<StringTable, LoadError> {
         .iter()
         .map(|h| h.trim().to_string())
         .collect();
-    let mut cols: Vec<Vec<Option<String>>> = vec![Vec::new(); headers.len()];
+    let mut cols: Vec<Column> = (0..headers.len()).map(|_| Column::default()).collect();
+    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let mut rows = 0;
     let mut rec = csv::StringRecord::new();
+    let start = rdr.position().byte();
     while rdr.read_record(&mut rec).map_err(|source| LoadError::Csv {
         path: p.clone(),
         source,
     })? {
+        if rows == 0 {
+            // Size the columns from the first record (an estimate: they still grow if it is short).
+            let end = rdr.position().byte();
+            let per_row = end.saturating_sub(start).max(1);
+            let est = usize::try_from(file_len.saturating_sub(start) / per_row + 1)
+                .unwrap_or(0)
+                .saturating_mul(5)
+                / 4;
+            for (i, col) in cols.iter_mut().enumerate() {
+                let width = rec.get(i).map_or(0, str::len);
+                col.reserve(est, est.saturating_mul(width));
+            }
+        }
         for (i, col) in cols.iter_mut().enumerate() {
-            let v = rec.get(i).map(str::trim).filter(|s| !s.is_empty());
-            col.push(v.map(str::to_string));
+            col.push(rec.get(i).map(str::trim).filter(|s| !s.is_empty()));
         }
         rows += 1;
     }
@@ -146,11 +196,7 @@ pub fn read_parquet(path: &Path) -> Result<StringTable, LoadError> {
                 .ok_or_else(|| perr(format!("column `{}` did not cast to Utf8", field.name())))?;
             let out = table.columns.entry(field.name().clone()).or_default();
             for r in 0..s.len() {
-                out.push(if s.is_null(r) {
-                    None
-                } else {
-                    Some(s.value(r).to_string())
-                });
+                out.push(if s.is_null(r) { None } else { Some(s.value(r)) });
             }
         }
         table.rows += batch.num_rows();
@@ -170,10 +216,14 @@ pub fn read_table(path: &Path) -> Result<StringTable, LoadError> {
 }
 
 fn parse_bool(s: &str) -> Option<bool> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "t" => Some(true),
-        "false" | "0" | "no" | "f" => Some(false),
-        _ => None,
+    let s = s.trim();
+    let is = |words: &[&str]| words.iter().any(|w| s.eq_ignore_ascii_case(w));
+    if is(&["true", "1", "yes", "t"]) {
+        Some(true)
+    } else if is(&["false", "0", "no", "f"]) {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -224,30 +274,33 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
     let tool_calls = t.find(&["tool_calls"]);
     let step_budget = t.find(&["step_budget"]);
     let cost = t.find(&["cost_usd"]);
-    fn get(c: Option<&Vec<Option<String>>>, r: usize) -> Option<&str> {
-        c.and_then(|c| c[r].as_deref())
+    fn get(c: Option<&Column>, r: usize) -> Option<&str> {
+        c.and_then(|c| c.get(r))
     }
-    let req = |c: &Vec<Option<String>>, r: usize, name: &str| -> Result<String, LoadError> {
-        c[r].clone().ok_or_else(|| t.bad(r, name, "empty value"))
+    let req = |c: &Column, r: usize, name: &str| -> Result<String, LoadError> {
+        c.get(r)
+            .map(str::to_string)
+            .ok_or_else(|| t.bad(r, name, "empty value"))
     };
-    let num =
-        |c: Option<&Vec<Option<String>>>, r: usize, name: &str| -> Result<Option<u32>, LoadError> {
-            get(c, r)
-                .map(|s| {
-                    s.parse::<u32>().map_err(|e| {
-                        t.bad(r, name, format!("{s:?} is not a non-negative integer: {e}"))
-                    })
+    let num = |c: Option<&Column>, r: usize, name: &str| -> Result<Option<u32>, LoadError> {
+        get(c, r)
+            .map(|s| {
+                s.parse::<u32>().map_err(|e| {
+                    t.bad(r, name, format!("{s:?} is not a non-negative integer: {e}"))
                 })
-                .transpose()
-        };
+            })
+            .transpose()
+    };
     let mut next_index: BTreeMap<(String, String, String, String), u32> = BTreeMap::new();
     let mut attempts = Vec::with_capacity(t.rows);
     for r in 0..t.rows {
         let cat = req(category, r, "category")?;
-        let srv = server[r].clone().unwrap_or_default();
+        let srv = server.get(r).unwrap_or_default().to_string();
         let ag = req(agent, r, "agent")?;
         let tk = req(task, r, "task")?;
-        let out_s = req(outcome, r, "outcome")?;
+        let out_s = outcome
+            .get(r)
+            .ok_or_else(|| t.bad(r, "outcome", "empty value"))?;
         let out: OutcomeClass =
             out_s
                 .parse()
@@ -332,12 +385,12 @@ pub fn capability_map(
     let capability = t.required(&["capability"])?;
     let mut m: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for r in 0..t.rows {
-        let (Some(c), Some(s)) = (&category[r], &server[r]) else {
+        let (Some(c), Some(s)) = (category.get(r), server.get(r)) else {
             return Err(t.bad(r, "category/server", "empty value"));
         };
-        let e = m.entry((c.clone(), s.clone())).or_default();
-        if let Some(cap) = &capability[r] {
-            e.insert(cap.clone());
+        let e = m.entry((c.to_string(), s.to_string())).or_default();
+        if let Some(cap) = capability.get(r) {
+            e.insert(cap.to_string());
         }
     }
     Ok(m)
@@ -353,13 +406,10 @@ pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
     let is_error = t.find(&["is_error"]);
     let mut out = Vec::with_capacity(t.rows);
     for r in 0..t.rows {
-        fn cell(c: Option<&Vec<Option<String>>>, r: usize) -> Option<&str> {
-            c.and_then(|c| c[r].as_deref())
+        fn cell(c: Option<&Column>, r: usize) -> Option<&str> {
+            c.and_then(|c| c.get(r))
         }
-        let b = |c: Option<&Vec<Option<String>>>,
-                 col: &str,
-                 default: bool|
-         -> Result<bool, LoadError> {
+        let b = |c: Option<&Column>, col: &str, default: bool| -> Result<bool, LoadError> {
             match cell(c, r) {
                 None => Ok(default),
                 Some(s) => {
@@ -368,10 +418,11 @@ pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
             }
         };
         out.push(ToolCall {
-            attempt_id: attempt[r]
-                .clone()
+            attempt_id: attempt
+                .get(r)
+                .map(str::to_string)
                 .ok_or_else(|| t.bad(r, "attempt_id", "empty value"))?,
-            tool_name: name[r].clone().unwrap_or_default(),
+            tool_name: name.get(r).unwrap_or_default().to_string(),
             tool_listed: b(listed, "tool_listed", true)?,
             latency_ms: cell(latency, r)
                 .map(|s| {

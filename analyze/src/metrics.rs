@@ -2,7 +2,7 @@
 //! first-try success, coverage and reliability, efficiency, hallucinated-tool rate, recovery, cost and
 //! latency. Pure functions over [`crate::input`] values.
 
-use crate::input::{Attempt, ToolCall};
+use crate::input::Attempt;
 use agentrank_schema::OutcomeClass;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -104,7 +104,7 @@ pub struct ToolAttributes {
 /// never listed) and recovery (attempts with a tool error that still passed).
 pub fn tool_attributes(
     attempts: &[&Attempt],
-    calls_by_attempt: &BTreeMap<&str, Vec<&ToolCall>>,
+    calls_by_attempt: &crate::analysis::CallsByAttempt<'_>,
 ) -> ToolAttributes {
     let mut out = ToolAttributes::default();
     let mut eff = Vec::new();
@@ -160,7 +160,7 @@ pub fn cost(attempts: &[&Attempt]) -> (Option<f64>, &'static str, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{Role, TaskClass};
+    use crate::input::{Role, TaskClass, ToolCall};
 
     fn att(id: &str, idx: u32, rerun: u32, o: OutcomeClass) -> Attempt {
         Attempt {
@@ -253,7 +253,7 @@ mod tests {
             attempt_id: "2".into(),
             ..c1.clone()
         };
-        let mut map: BTreeMap<&str, Vec<&ToolCall>> = BTreeMap::new();
+        let mut map: crate::analysis::CallsByAttempt<'_> = Default::default();
         map.entry("1").or_default().extend([&c1, &c2]);
         map.entry("2").or_default().push(&c3);
         let t = tool_attributes(&[&a, &b], &map);
