@@ -23,8 +23,36 @@ fn role_of(control_kind: Option<&str>) -> Role {
     }
 }
 
-/// Convert an already-read bundle.
+/// Step budgets (`max_steps`) by task id, from the task catalog sealed into the bundle (`catalog/`). A
+/// bundle without a catalog, or a file that does not parse, gives no budgets (efficiency is then not
+/// computed for those tasks, as for a plain table without the column).
+fn step_budgets(dir: &Path) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("catalog")) else {
+        return out;
+    };
+    let mut files: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        if let Ok(cat) = toml::from_str::<agentrank_schema::task::CatalogFile>(&text) {
+            for t in cat.tasks {
+                out.insert(t.id, t.max_steps);
+            }
+        }
+    }
+    out
+}
+
+/// Convert an already-read bundle (the step budgets come from its sealed task catalog).
 pub fn input_from_bundle(b: &LoadedBundle) -> Input {
+    let budgets = step_budgets(&b.dir);
     let t = &b.tables;
     let control: BTreeMap<&str, &str> = t
         .controls
@@ -52,7 +80,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             role: role_of(control.get(a.attempt_id.as_str()).copied()),
             batch: 0,
             tool_calls: u32::try_from(a.server_tool_calls.max(0)).ok(),
-            step_budget: None,
+            step_budget: budgets.get(&a.task_id).copied(),
             cost_usd: a.cost_usd,
             cost_floor_reasons: if a.cost_is_floor {
                 a.cost_floor_reasons

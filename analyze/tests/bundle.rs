@@ -122,3 +122,61 @@ fn sealed_bundle_loads_and_is_analysed() {
     // Cells still carry their traceable attempt ids.
     assert!(a.cells.iter().all(|c| !c.attempt_ids.is_empty()));
 }
+
+/// Step budgets come from the task catalog sealed into the bundle, so efficiency (calls ÷ budget) is
+/// computed for bundles as for tables that carry the column.
+#[test]
+fn step_budgets_come_from_the_sealed_catalog() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tasks = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks");
+    let catalog: agentrank_schema::task::CatalogFile = toml::from_str(
+        &std::fs::read_to_string(tasks.join("databases.toml")).expect("read catalog"),
+    )
+    .expect("parse catalog");
+    let count = catalog
+        .tasks
+        .iter()
+        .find(|t| t.id == "db-count")
+        .expect("db-count in the catalog");
+    let bundle_id = "budget-test";
+    let staging = Staging::create(tmp.path(), &sample_draft(bundle_id)).expect("staging");
+    let template = sample_units(bundle_id, 1).remove(0);
+    for (i, task) in ["db-count", "zz-not-in-the-catalog"]
+        .into_iter()
+        .enumerate()
+    {
+        let id = format!("a{i:020}");
+        let mut rec = template.attempts[0].clone();
+        rec.attempt_id = id.clone();
+        rec.task_id = task.into();
+        rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
+        rec.tape_agent_path = tape_path(&id, Plane::Agent);
+        for (plane, lines) in sample_tapes(&id, i) {
+            let bytes = encode_tape(&lines);
+            write_atomic(&staging.tape_path(&id, plane), &bytes).expect("tape");
+            match plane {
+                Plane::Mcp => rec.tape_mcp_sha256 = sha256_hex(&bytes),
+                Plane::Agent => rec.tape_agent_sha256 = sha256_hex(&bytes),
+            }
+        }
+        staging
+            .stage(&StagedUnit {
+                unit_id: id,
+                attempts: vec![rec],
+                ..Default::default()
+            })
+            .expect("stage");
+    }
+    let sealed = staging.seal(Some(&tasks)).expect("seal");
+    let loaded = load::load_input(&sealed).expect("load bundle");
+    let budget = |task: &str| {
+        loaded
+            .attempts
+            .iter()
+            .find(|a| a.task == task)
+            .expect("attempt")
+            .step_budget
+    };
+    assert_eq!(budget("db-count"), Some(count.max_steps));
+    assert_eq!(budget("zz-not-in-the-catalog"), None);
+}
