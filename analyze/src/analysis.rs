@@ -80,7 +80,7 @@ fn method_record(cfg: &Config) -> Method {
         ranks: "competition ranks by Completion within each resample, 1 = best, values within 1e-9 tied at the better rank".into(),
         rank_interval: "2.5-97.5 linear percentiles of a server's resampled ranks, widened to integers (floor, ceil)".into(),
         bands: "greedy from the top in order of point Completion; a server joins the current band only if its rank interval overlaps every member's; names alphabetical within a band".into(),
-        spearman: "Pearson correlation of average ranks; undefined for a constant vector, such resamples counted and dropped; CI from the same joint resamples".into(),
+        spearman: "Pearson correlation of average ranks; server Completions within 1e-9 tie (as in the ranks; resampled Completions are exact); undefined for a constant vector, such resamples counted and dropped; CI from the same joint resamples".into(),
         agreement_rule: format!("a pair qualifies if the lower CI bound of server-Completion rho >= {SERVER_RHO_MIN} and of cell-pass-rate rho >= {CELL_RHO_MIN}; agents broadly agree if at least half the pairs (3 of 6 for four agents) qualify"),
         wilson_z: Z95,
         construct: format!("theta 0.90, exact binomial alpha 0.05: PASS if k/n >= theta, FAIL if P(X <= k | n, theta) < alpha, else EXTEND into pre-registered batches ({} registered; unresolved after the last -> GATE_FAILED; none registered -> EXTEND_EXHAUSTED); published PASS needs Wilson(z=1.96) lower bound >= theta or achieved power >= 0.80 against theta - 0.10; errors/(n+errors) > 0.05 -> COMPROMISED", cfg.construct.max_batches),

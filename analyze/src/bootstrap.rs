@@ -27,7 +27,7 @@ use crate::rng::{Stream, derive, hash_str};
 use crate::stats::binomial::binom_cdf;
 use crate::stats::percentile::{quantile_counted, quantile_select};
 use crate::stats::ranking::competition_ranks_into;
-use crate::stats::spearman::{average_ranks_into, pearson, spearman};
+use crate::stats::spearman::{average_ranks_into, pearson, spearman, spearman_of_completions};
 use rayon::prelude::*;
 
 /// One (agent, server, task) cell: the outcomes that count (true = PASS), in attempt order.
@@ -1263,7 +1263,7 @@ fn bootstrap_with(
     for (i, p) in plan.pairs.iter().enumerate().filter(|_| agreement) {
         let xs: Vec<f64> = p.common.iter().map(|&(sa, _)| point[p.a][sa]).collect();
         let ys: Vec<f64> = p.common.iter().map(|&(_, sb)| point[p.b][sb]).collect();
-        let server_point = spearman(&xs, &ys);
+        let server_point = spearman_of_completions(&xs, &ys);
         let mut cx = Vec::new();
         let mut cy = Vec::new();
         for &(sa, sb) in &p.common {

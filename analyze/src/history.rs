@@ -3,7 +3,7 @@
 
 use crate::analysis::Config;
 use crate::input::{Attempt, Input, Role, TaskClass};
-use crate::stats::spearman::spearman;
+use crate::stats::spearman::spearman_of_completions;
 use agentrank_schema::analysis::{AgreementRow, AnomalyRow};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -252,7 +252,7 @@ pub fn compare(
                 agent_a: a_label,
                 agent_b: b_label,
                 n_points: xs.len() as i64,
-                point: spearman(&xs, &ys),
+                point: spearman_of_completions(&xs, &ys),
                 ci_lo: None,
                 ci_hi: None,
                 resamples_used: 0,

@@ -127,6 +127,30 @@ pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     Some((sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0))
 }
 
+/// `values` with every run of values within `tolerance` of the run's smallest member set to that member,
+/// so that quantities equal in exact arithmetic but apart by rounding (means of pass rates summed in a
+/// different order) tie, as the competition ranks treat them.
+pub fn snap_near_ties(values: &[f64], tolerance: f64) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
+    let mut out = values.to_vec();
+    let mut start: Option<f64> = None;
+    for &i in &order {
+        match start {
+            Some(s) if values[i] - s <= tolerance => out[i] = s,
+            _ => start = Some(values[i]),
+        }
+    }
+    out
+}
+
+/// Spearman's ρ of point Completions: values within [`crate::stats::ranking::TIE_TOLERANCE`] tie (the
+/// bootstrap's resampled Completions are exact, so their ties are exact too).
+pub fn spearman_of_completions(x: &[f64], y: &[f64]) -> Option<f64> {
+    let tol = crate::stats::ranking::TIE_TOLERANCE;
+    spearman(&snap_near_ties(x, tol), &snap_near_ties(y, tol))
+}
+
 /// Spearman's ρ with average ranks for ties; `None` for a constant vector.
 pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
     if x.len() != y.len() {
@@ -138,6 +162,20 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn completions_equal_but_for_rounding_tie() {
+        let sum = 0.1 + 0.2; // 0.30000000000000004
+        assert_ne!(sum, 0.3);
+        assert_eq!(
+            snap_near_ties(&[sum, 0.3, 0.5, 0.3 + 2e-9], 1e-9),
+            vec![0.3, 0.3, 0.5, 0.3 + 2e-9]
+        );
+        // Split by rounding, the first two would rank apart and ρ would fall below 1.
+        let y = [1.0, 1.0, 2.0];
+        assert!(spearman(&[sum, 0.3, 0.5], &y).expect("defined") < 0.9);
+        assert_eq!(spearman_of_completions(&[sum, 0.3, 0.5], &y), Some(1.0));
+    }
 
     #[test]
     fn average_ranks_with_ties() {
