@@ -11,6 +11,23 @@ use agentrank_schema::records::{ControlRecord, StagedUnit};
 use agentrank_schema::sample::{sample_draft, sample_tapes, sample_units};
 use agentrank_schema::tape::{Plane, encode_tape, tape_path};
 
+/// Writes an attempt's two sample tapes into the staging and records their paths' hashes.
+fn write_tapes(
+    staging: &Staging,
+    id: &str,
+    i: usize,
+    rec: &mut agentrank_schema::records::AttemptRecord,
+) {
+    for (plane, lines) in sample_tapes(id, i) {
+        let bytes = encode_tape(&lines);
+        write_atomic(&staging.tape_path(id, plane), &bytes).expect("tape");
+        match plane {
+            Plane::Mcp => rec.tape_mcp_sha256 = sha256_hex(&bytes),
+            Plane::Agent => rec.tape_agent_sha256 = sha256_hex(&bytes),
+        }
+    }
+}
+
 #[test]
 fn sealed_bundle_loads_and_is_analysed() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -43,14 +60,7 @@ fn sealed_bundle_loads_and_is_analysed() {
         rec.excluded = a.outcome.is_excluded();
         rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
         rec.tape_agent_path = tape_path(&id, Plane::Agent);
-        for (plane, lines) in sample_tapes(&id, i) {
-            let bytes = encode_tape(&lines);
-            write_atomic(&staging.tape_path(&id, plane), &bytes).expect("tape");
-            match plane {
-                Plane::Mcp => rec.tape_mcp_sha256 = sha256_hex(&bytes),
-                Plane::Agent => rec.tape_agent_sha256 = sha256_hex(&bytes),
-            }
-        }
+        write_tapes(&staging, &id, i, &mut rec);
         let kind = match a.role {
             Role::Scored => None,
             Role::NoServerControl => Some("no-server".to_string()),
@@ -151,14 +161,7 @@ fn step_budgets_come_from_the_sealed_catalog() {
         rec.task_id = task.into();
         rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
         rec.tape_agent_path = tape_path(&id, Plane::Agent);
-        for (plane, lines) in sample_tapes(&id, i) {
-            let bytes = encode_tape(&lines);
-            write_atomic(&staging.tape_path(&id, plane), &bytes).expect("tape");
-            match plane {
-                Plane::Mcp => rec.tape_mcp_sha256 = sha256_hex(&bytes),
-                Plane::Agent => rec.tape_agent_sha256 = sha256_hex(&bytes),
-            }
-        }
+        write_tapes(&staging, &id, i, &mut rec);
         staging
             .stage(&StagedUnit {
                 unit_id: id,

@@ -52,16 +52,18 @@ impl HostRedactor {
     /// The redactor a sweep uses: the install cache, the output directory, the working directory and
     /// the runner's home.
     pub fn for_sweep(cache_dir: &Path, out_dir: &Path) -> Self {
-        let cwd = std::env::current_dir().ok();
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let mut entries: Vec<(&Path, &str)> = vec![(cache_dir, "cache"), (out_dir, "out")];
-        if let Some(c) = &cwd {
-            entries.push((c.as_path(), "cwd"));
-        }
-        if let Some(h) = &home {
-            entries.push((h.as_path(), "home"));
-        }
-        HostRedactor::new(entries)
+        HostRedactor::for_host(vec![(cache_dir, "cache"), (out_dir, "out")])
+    }
+
+    /// `entries` plus this process's working directory (`{cwd}`) and home (`{home}`).
+    pub fn for_host(entries: Vec<(&Path, &str)>) -> Self {
+        let mut owned: Vec<(std::path::PathBuf, &str)> = entries
+            .into_iter()
+            .map(|(p, n)| (p.to_path_buf(), n))
+            .collect();
+        owned.extend(std::env::current_dir().ok().map(|c| (c, "cwd")));
+        owned.extend(std::env::var_os("HOME").map(|h| (std::path::PathBuf::from(h), "home")));
+        HostRedactor::new(owned.iter().map(|(p, n)| (p.as_path(), *n)))
     }
 
     /// `text` with every host path replaced; borrowed when nothing matched.

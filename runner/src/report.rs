@@ -68,6 +68,14 @@ pub fn cold_start_us(lines: &[TapeLine]) -> Option<i64> {
     None
 }
 
+/// A unit enum's name as the roster files spell it.
+fn serde_name(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
@@ -128,10 +136,7 @@ pub fn roster_rows(
             category: server.category.as_str().to_string(),
             row: format!(
                 "{}{}",
-                serde_json::to_value(server.row)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                serde_name(server.row),
                 if server.category_reference {
                     ", category reference"
                 } else {
@@ -141,10 +146,7 @@ pub fn roster_rows(
             package: format!(
                 "{} ({})",
                 server.package.name,
-                serde_json::to_value(server.package.registry)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
+                server.package.registry.as_str()
             ),
             version: server.package.version.clone(),
             installs: match installs.get(id) {
@@ -152,16 +154,7 @@ pub fn roster_rows(
                 Some(Err(why)) => format!("no: {why}"),
                 None => "not checked".into(),
             },
-            fixes: server
-                .fixes
-                .iter()
-                .map(|f| {
-                    serde_json::to_value(f.kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default()
-                })
-                .collect(),
+            fixes: server.fixes.iter().map(|f| serde_name(f.kind)).collect(),
             attempted: counted.len(),
             passed: counted
                 .iter()

@@ -9,23 +9,36 @@ use std::process::{Command, Stdio};
 
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
 
-#[test]
-fn the_tap_command_forwards_a_session_and_writes_its_tape() {
-    let tmp = tempfile::tempdir().unwrap();
-    let tape = tmp.path().join("cli.mcp.jsonl.zst");
-    let server = support::misbehaving("well-behaved");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
-        .arg("tap")
+/// `agentrank-run tap --out TAPE --attempt-id ID -- SERVER…` with piped stdio, in `cwd` if given.
+fn tap(
+    tape: &std::path::Path,
+    id: &str,
+    server: &agentrank_runner::roster::ResolvedLaunch,
+    cwd: Option<&std::path::Path>,
+) -> std::process::Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentrank-run"));
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    c.arg("tap")
         .arg("--out")
-        .arg(&tape)
-        .args(["--attempt-id", "cli-1", "--"])
+        .arg(tape)
+        .args(["--attempt-id", id, "--"])
         .arg(&server.program)
         .args(&server.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn the_tap_command_forwards_a_session_and_writes_its_tape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tape = tmp.path().join("cli.mcp.jsonl.zst");
+    let server = support::misbehaving("well-behaved");
+    let mut child = tap(&tape, "cli-1", &server, None);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let requests = [
@@ -80,19 +93,7 @@ fn the_tap_forwards_host_paths_but_its_tape_names_none() {
     let tape = dir.join("paths.mcp.jsonl.zst");
     let server = support::misbehaving("well-behaved");
     let secret = format!("{}/notes/secret.txt", dir.display());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
-        .current_dir(&dir)
-        .arg("tap")
-        .arg("--out")
-        .arg(&tape)
-        .args(["--attempt-id", "cli-2", "--"])
-        .arg(&server.program)
-        .args(&server.args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = tap(&tape, "cli-2", &server, Some(&dir));
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let call = format!(

@@ -89,27 +89,21 @@ impl Databases {
         }
     }
 
-    /// Starts a sidecar on the keeper thread (or, if that thread could not be made, on this one).
+    /// Starts a sidecar on the keeper thread.
     fn start(&self, cfg: SidecarConfig) -> Result<Sidecar, crate::sidecar::SidecarError> {
+        let gone = || crate::sidecar::SidecarError::Io {
+            what: "the sidecar keeper thread".into(),
+            source: std::io::Error::other("not running"),
+        };
         let keeper = self
             .keeper
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(keeper) = keeper {
-            let (reply, answer) = std::sync::mpsc::channel();
-            if let Err(std::sync::mpsc::SendError((cfg, _))) = keeper.send((cfg, reply)) {
-                return Sidecar::start(&cfg);
-            }
-            if let Ok(result) = answer.recv() {
-                return result;
-            }
-            return Err(crate::sidecar::SidecarError::Io {
-                what: "the sidecar keeper thread ended".into(),
-                source: std::io::Error::other("keeper gone"),
-            });
-        }
-        Sidecar::start(&cfg)
+            .clone()
+            .ok_or_else(gone)?;
+        let (reply, answer) = std::sync::mpsc::channel();
+        keeper.send((cfg, reply)).map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
     }
 
     fn with<R>(

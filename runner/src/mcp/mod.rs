@@ -84,19 +84,8 @@ where
         .filter(|p| !p.as_os_str().is_empty())
         .map(std::path::absolute)
         .and_then(Result::ok);
-    let cwd = std::env::current_dir().ok();
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let mut entries: Vec<(&Path, &str)> = Vec::new();
-    if let Some(d) = &tape_dir {
-        entries.push((d.as_path(), "out"));
-    }
-    if let Some(c) = &cwd {
-        entries.push((c.as_path(), "cwd"));
-    }
-    if let Some(h) = &home {
-        entries.push((h.as_path(), "home"));
-    }
-    let redactor = std::sync::Arc::new(crate::redact::HostRedactor::new(entries));
+    let entries: Vec<(&Path, &str)> = tape_dir.iter().map(|d| (d.as_path(), "out")).collect();
+    let redactor = std::sync::Arc::new(crate::redact::HostRedactor::for_host(entries));
     let mut info = serde_json::Map::new();
     info.insert(
         "program".into(),
