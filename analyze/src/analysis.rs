@@ -159,13 +159,20 @@ fn index_category<'a>(attempts: &[&'a Attempt]) -> CategoryData<'a> {
     let mut core_tasks: BTreeSet<&str> = BTreeSet::new();
     let mut extended_tasks: BTreeSet<&str> = BTreeSet::new();
     let mut task_capability: BTreeMap<&str, &str> = BTreeMap::new();
-    for a in attempts.iter().filter(|a| a.role == Role::Scored) {
-        by_cell
-            .entry((a.agent.as_str(), a.server.as_str()))
-            .or_default()
-            .entry(a.task.as_str())
-            .or_default()
-            .push(a);
+    for a in attempts.iter() {
+        // The task universe comes from every attempt that ran a task against a server (the built-in
+        // agents included: a bundle of built-in agents only still has its core tasks); cells are the
+        // scored attempts only.
+        match a.role {
+            Role::Scored => by_cell
+                .entry((a.agent.as_str(), a.server.as_str()))
+                .or_default()
+                .entry(a.task.as_str())
+                .or_default()
+                .push(a),
+            Role::Reference | Role::Null(_) => {}
+            Role::NoServerControl => continue,
+        }
         match a.class {
             TaskClass::Core => core_tasks.insert(a.task.as_str()),
             TaskClass::Extended => extended_tasks.insert(a.task.as_str()),
@@ -196,6 +203,57 @@ fn ids_of(attempts: &[&Attempt]) -> Vec<String> {
     v.sort();
     v.dedup();
     v
+}
+
+/// The built-in agents' pass rates per server (`baselines.<agent>.<server>`): the reference agent's
+/// reachability and the null models' rates, over the admitted core tasks. No interval, rank or band.
+fn baselines_of(
+    attempts: &[&Attempt],
+    core: &BTreeSet<String>,
+) -> BTreeMap<String, BTreeMap<String, agentrank_schema::analysis::BaselineEntry>> {
+    type Counts<'a> = BTreeMap<(&'a str, &'a str), (Role, BTreeMap<&'a str, (i64, i64)>)>;
+    let mut by: Counts<'_> = BTreeMap::new();
+    for a in attempts {
+        if !matches!(a.role, Role::Reference | Role::Null(_))
+            || a.server.is_empty()
+            || !core.contains(&a.task)
+        {
+            continue;
+        }
+        let e = by
+            .entry((a.agent.as_str(), a.server.as_str()))
+            .or_insert_with(|| (a.role, BTreeMap::new()));
+        let t = e.1.entry(a.task.as_str()).or_default();
+        if let Some(p) = a.outcome.headline_pass() {
+            t.1 += 1;
+            t.0 += i64::from(p);
+        }
+    }
+    let mut out: BTreeMap<String, BTreeMap<String, _>> = BTreeMap::new();
+    for ((agent, server), (role, tasks)) in by {
+        let counted: Vec<(i64, i64)> = tasks.values().copied().filter(|c| c.1 > 0).collect();
+        let point = (!counted.is_empty()).then(|| {
+            counted
+                .iter()
+                .map(|(p, n)| *p as f64 / *n as f64)
+                .sum::<f64>()
+                / counted.len() as f64
+        });
+        out.entry(agent.to_string()).or_default().insert(
+            server.to_string(),
+            agentrank_schema::analysis::BaselineEntry {
+                role: match role {
+                    Role::Null(m) => format!("null-{}", m.as_str()),
+                    _ => "reference".into(),
+                },
+                point,
+                tasks: counted.len() as i64,
+                attempts: counted.iter().map(|c| c.1).sum(),
+                passes: counted.iter().map(|c| c.0).sum(),
+            },
+        );
+    }
+    out
 }
 
 /// Mean over `tasks` of the pooled pass rate of `attempts` (tasks without countable attempts skipped).
@@ -784,6 +842,7 @@ fn analyze_category(
     let mut analysis = CategoryAnalysis {
         core_tasks: core.clone(),
         quarantined_tasks: quarantined.iter().cloned().collect(),
+        baselines: baselines_of(attempts, &core_set),
         ..CategoryAnalysis::default()
     };
     let mut completion_rows = Vec::new();

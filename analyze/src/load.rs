@@ -229,7 +229,7 @@ fn parse_bool(s: &str) -> Option<bool> {
 
 /// The role of a plain-table row: an explicit `role` column wins; otherwise a server named `none`,
 /// `no-server` or empty is the no-server control, an agent named `reference` is the reference agent, and an
-/// agent named after a null model (`null-no-tools`, …) is that null model.
+/// agent named after a null model (`no-tools`, `null-no-tools`, …) is that null model, as in bundles.
 pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role, String> {
     if let Some(r) = role.map(str::trim).filter(|r| !r.is_empty()) {
         return match r {
@@ -247,10 +247,12 @@ pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role,
         Ok(Role::NoServerControl)
     } else if agent == "reference" {
         Ok(Role::Reference)
+    } else if let Some(m) = NullModel::parse(agent) {
+        Ok(Role::Null(m))
     } else if agent.starts_with("null") {
-        NullModel::parse(agent)
-            .map(Role::Null)
-            .ok_or_else(|| format!("agent {agent:?} looks like a null model but is not one"))
+        Err(format!(
+            "agent {agent:?} looks like a null model but is not one"
+        ))
     } else {
         Ok(Role::Scored)
     }

@@ -14,12 +14,23 @@ use agentrank_schema::roster::{AgentConfig, AgentKind, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-fn role_of(control_kind: Option<&str>) -> Role {
+/// The role of a bundle row: its control row's kind when it has one, else its agent. The runner's
+/// built-in agents (`reference` and the three null models, whose names no roster agent may take) are
+/// never scored: the reference agent feeds the construct gate and reachability, the null models the
+/// null baseline.
+fn role_of(control_kind: Option<&str>, agent: &str) -> Role {
+    let by_agent = || {
+        if agent == "reference" {
+            Role::Reference
+        } else {
+            NullModel::parse(agent).map_or(Role::Scored, Role::Null)
+        }
+    };
     match control_kind {
-        None => Role::Scored,
         Some("no-server") => Role::NoServerControl,
-        Some("reference") | Some("smoke") => Role::Reference,
-        Some(k) => NullModel::parse(k).map_or(Role::Scored, Role::Null),
+        Some("reference" | "smoke") => Role::Reference,
+        Some(k) => NullModel::parse(k).map_or_else(by_agent, Role::Null),
+        None => by_agent(),
     }
 }
 
@@ -77,7 +88,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             attempt_index: u32::try_from(a.attempt_index.max(0)).unwrap_or(u32::MAX),
             rerun_index: u32::try_from(a.rerun_index.max(0)).unwrap_or(u32::MAX),
             outcome: a.outcome,
-            role: role_of(control.get(a.attempt_id.as_str()).copied()),
+            role: role_of(control.get(a.attempt_id.as_str()).copied(), &a.agent_id),
             batch: 0,
             tool_calls: u32::try_from(a.server_tool_calls.max(0)).ok(),
             step_budget: budgets.get(&a.task_id).copied(),
@@ -105,7 +116,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
         for a in &attempts {
             if a.task == c.task_id
                 && a.agent == c.agent_id
-                && a.role == role_of(Some(&c.control_kind))
+                && a.role == role_of(Some(&c.control_kind), &c.agent_id)
             {
                 index += 1;
             }
@@ -121,7 +132,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             attempt_index: index,
             rerun_index: 0,
             outcome: c.outcome,
-            role: role_of(Some(&c.control_kind)),
+            role: role_of(Some(&c.control_kind), &c.agent_id),
             batch: 0,
             tool_calls: None,
             step_budget: None,

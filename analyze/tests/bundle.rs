@@ -183,3 +183,97 @@ fn step_budgets_come_from_the_sealed_catalog() {
     assert_eq!(budget("db-count"), Some(count.max_steps));
     assert_eq!(budget("zz-not-in-the-catalog"), None);
 }
+
+/// A bundle as the runner writes it for its built-in agents: no control rows name them, their agent
+/// ids do. The reference agent and the null models are never scored (no board, no completion entry);
+/// their pass rates are baselines, and their tasks still make the category's core suite.
+#[test]
+fn built_in_agents_are_baselines_not_boards() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bundle_id = "builtin-test";
+    let staging = Staging::create(tmp.path(), &sample_draft(bundle_id)).expect("staging");
+    let template = sample_units(bundle_id, 1).remove(0);
+    let agents = ["reference", "no-tools", "stubbed-empty", "random-args"];
+    let mut i = 0;
+    for agent in agents {
+        for server in ["srv-a", "srv-b"] {
+            for t in 0..10 {
+                let id = format!("b{i:020}");
+                let mut rec = template.attempts[0].clone();
+                rec.attempt_id = id.clone();
+                rec.category = "databases".into();
+                rec.server_id = server.into();
+                rec.agent_id = agent.into();
+                rec.task_id = format!("db-t{t:02}");
+                rec.class = "core".into();
+                rec.capability = "query".into();
+                rec.attempt_index = 0;
+                // The reference agent misses one task on srv-b; the null models pass nothing.
+                rec.outcome = if agent == "reference" && !(server == "srv-b" && t == 3) {
+                    agentrank_schema::OutcomeClass::Pass
+                } else {
+                    agentrank_schema::OutcomeClass::Fail
+                };
+                rec.excluded = false;
+                rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
+                rec.tape_agent_path = tape_path(&id, Plane::Agent);
+                write_tapes(&staging, &id, i, &mut rec);
+                staging
+                    .stage(&StagedUnit {
+                        unit_id: id,
+                        attempts: vec![rec],
+                        ..Default::default()
+                    })
+                    .expect("stage");
+                i += 1;
+            }
+        }
+    }
+    let sealed = staging.seal(None).expect("seal");
+    let loaded = load::load_input(&sealed).expect("load bundle");
+    for a in &loaded.attempts {
+        let want = match a.agent.as_str() {
+            "reference" => Role::Reference,
+            other => {
+                Role::Null(agentrank_analyze::input::NullModel::parse(other).expect("a null model"))
+            }
+        };
+        assert_eq!(a.role, want, "{}", a.agent);
+    }
+    let a = analyze(
+        &[loaded],
+        &Config {
+            resamples: 100,
+            ..Config::default()
+        },
+    )
+    .expect("analysis");
+    let cat = &a.document.categories["databases"];
+    assert!(cat.completion.is_empty(), "a built-in agent got a board");
+    assert!(a.completion.is_empty());
+    assert_eq!(
+        cat.core_tasks.len(),
+        10,
+        "the built-in agents' tasks are the suite"
+    );
+    let reference = &cat.baselines["reference"];
+    assert_eq!(reference["srv-a"].point, Some(1.0));
+    assert_eq!(reference["srv-b"].point, Some(0.9));
+    assert_eq!(reference["srv-b"].role, "reference");
+    assert_eq!(
+        (reference["srv-b"].passes, reference["srv-b"].attempts),
+        (9, 10)
+    );
+    for null in ["no-tools", "stubbed-empty", "random-args"] {
+        let b = &cat.baselines[null]["srv-a"];
+        assert_eq!(b.point, Some(0.0), "{null}");
+        assert_eq!(b.role, format!("null-{null}"));
+    }
+    // The suite is admitted from the built-in agents' tasks, not refused for having none.
+    let surface = cat
+        .gates
+        .iter()
+        .find(|g| g.gate == "surface")
+        .expect("surface gate");
+    assert_eq!(surface.status, "PASSED", "{surface:?}");
+}

@@ -525,6 +525,23 @@ pub struct CategoryAnalysis {
     pub quarantined_tasks: Vec<String>,
     pub gates: Vec<GateEntry>,
     pub refusals: Vec<Refusal>,
+    /// `baselines.<agent>.<server>`: the built-in agents' pass rates over core tasks (the reference
+    /// agent's reachability, the null models' rates). Never ranked, banded or given an interval.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub baselines: BTreeMap<String, BTreeMap<String, BaselineEntry>>,
+}
+
+/// A built-in agent's pass rate on one server: mean over core tasks of PASS / (PASS + FAIL), tasks
+/// without a countable attempt left out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineEntry {
+    /// `reference` or `null-<model>`.
+    pub role: String,
+    pub point: Option<f64>,
+    /// Core tasks with a countable attempt, and the attempts counted.
+    pub tasks: i64,
+    pub attempts: i64,
+    pub passes: i64,
 }
 
 /// The method record: every pre-registered decision the numbers depend on.

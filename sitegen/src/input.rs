@@ -203,6 +203,9 @@ pub struct CellAnalysis {
     pub flagged: bool,
     /// INVALID_BUILTIN counted as FAIL.
     pub sensitivity_completion: Option<f64>,
+    /// A built-in agent's pass rate over core tasks (the reference agent's reachability, a null
+    /// model's rate): shown, never ranked, banded or given an interval.
+    pub baseline: Option<f64>,
 }
 
 /// One agent pair's agreement in a category.
@@ -236,4 +239,7 @@ pub struct AnalysisInput {
     pub anomalies: Vec<Anomaly>,
     /// Category-level refusals (the whole category refused, e.g. INSUFFICIENT_SURFACE), by category.
     pub category_refusals: BTreeMap<String, Refusal>,
+    /// Every gate evaluated above the cell (category and agent gates, not the per-cell coverage
+    /// rows): (category, agent, status, the gate's record).
+    pub gates: Vec<(String, Option<String>, String, Refusal)>,
 }

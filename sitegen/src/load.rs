@@ -585,7 +585,23 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             excluded_share: r.excluded_share,
             flagged: r.excluded_flag,
             sensitivity_completion: sensitivity.get(&k).copied().flatten(),
+            baseline: None,
         });
+    }
+    // The built-in agents' baselines (never scored: they have no completion row).
+    for (category, c) in &doc.categories {
+        for (agent, by_server) in &c.baselines {
+            for (server, b) in by_server {
+                cells.push(CellAnalysis {
+                    category: category.clone(),
+                    agent: agent.clone(),
+                    server: server.clone(),
+                    baseline: b.point,
+                    reachability: if b.role == "reference" { b.point } else { None },
+                    ..CellAnalysis::default()
+                });
+            }
+        }
     }
     let mut pairs: BTreeMap<(String, String, String), AgreementPair> = BTreeMap::new();
     for r in agreement
@@ -633,6 +649,18 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             })
             .collect(),
         category_refusals,
+        gates: gates
+            .iter()
+            .filter(|g| g.gate != "coverage")
+            .map(|g| {
+                (
+                    g.category.clone(),
+                    g.agent.clone(),
+                    g.status.clone(),
+                    gate_refusal(g),
+                )
+            })
+            .collect(),
     })
 }
 

@@ -535,13 +535,22 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
         .filter(|p| p.server_id == s.id && p.probe_kind == "protocol")
         .collect();
     let count = |v: &[&ProbeRecord], r: &str| v.iter().filter(|p| p.result == r).count();
+    let (completion, ci) = match (c.completion, c.baseline) {
+        (Some(i), _) => (
+            Some(ml("completion", pct(i.estimate))),
+            Some(ml("ci", format!("[{}, {}]", pct(i.low), pct(i.high)))),
+        ),
+        (None, Some(b)) => (
+            Some(ml("completion", format!("{} (baseline)", pct(b)))),
+            Some(ml("completion", "none: not ranked".into())),
+        ),
+        (None, None) => (None, None),
+    };
     BoardRow {
         server,
         reference_row: s.reference_row,
-        completion: c.completion.map(|i| ml("completion", pct(i.estimate))),
-        ci: c
-            .completion
-            .map(|i| ml("ci", format!("[{}, {}]", pct(i.low), pct(i.high)))),
+        completion,
+        ci,
         rank: c.rank_interval.map(|(a, b)| ml("rank", format!("{a}–{b}"))),
         refusal: c.refusal.as_ref().map(|r| {
             refusal_view(
@@ -599,9 +608,11 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
     let mut refused = Vec::new();
     let mut reference = Vec::new();
     let mut not_on_board = Vec::new();
+    let mut baseline = Vec::new();
     for s in &servers {
         match ix.cells.get(&(category, agent.id.as_str(), s.id.as_str())) {
             Some(c) if c.refusal.is_some() => refused.push(*s),
+            Some(c) if c.baseline.is_some() => baseline.push(*s),
             Some(_) if s.reference_row => reference.push(*s),
             Some(c) => match c.band {
                 Some(b) => bands.entry(b).or_default().push(*s),
@@ -657,6 +668,27 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
                 .collect(),
         });
     }
+    if !baseline.is_empty() {
+        groups.push(BoardGroup {
+            id: "baseline".into(),
+            heading: "Baseline".into(),
+            note: "Pass rate over core tasks of a built-in agent: no interval, rank or band."
+                .into(),
+            rows: baseline
+                .iter()
+                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .collect(),
+        });
+    }
+    if agent.id == "reference" && !groups.is_empty() {
+        let rows = groups.drain(..).flat_map(|g| g.rows).collect();
+        groups.push(BoardGroup {
+            id: "reachability".into(),
+            heading: "Reference agent: reachability (not ranked)".into(),
+            note: "The reference agent is given the answer key and each server's recipe: its pass rate says whether a task's answer can be reached through the server at all (reachability), and on the category's reference server it is the construct gate's evidence. It is never ranked or banded.".into(),
+            rows,
+        });
+    }
     if is_null_model(&agent.id) && !groups.is_empty() {
         let rows = groups.drain(..).flat_map(|g| g.rows).collect();
         groups.push(BoardGroup {
@@ -674,6 +706,7 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
         .flatten()
         .chain(refused.iter())
         .chain(reference.iter())
+        .chain(baseline.iter())
     {
         let c = ix.cells.get(&(category, agent.id.as_str(), s.id.as_str()));
         let cell_path = paths::cell(category, &agent.id, &s.id);
@@ -681,24 +714,41 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
         chart_rows.push(IntervalRow {
             label: s.display_name.clone(),
             interval: interval.map(|i| (i.estimate, i.low, i.high)),
-            note: c
-                .and_then(|c| c.refusal.as_ref())
-                .map(|r| format!("refused: {}", r.outcome))
-                .unwrap_or_else(|| "no number".into()),
+            note: match (
+                c.and_then(|c| c.refusal.as_ref()),
+                c.and_then(|c| c.baseline),
+            ) {
+                (Some(r), _) => format!("refused: {}", r.outcome),
+                (None, Some(b)) => format!("baseline {} (not ranked)", pct(b)),
+                (None, None) => "no number".into(),
+            },
         });
+        let baseline = c.and_then(|c| c.baseline);
+        // Where a row without an interval points: its baseline figure, or its refusal.
+        let no_number = if baseline.is_some() {
+            "completion"
+        } else {
+            "refusal"
+        };
         table_rows.push(ChartRow {
             label: visible(&s.display_name),
-            estimate: match interval {
-                Some(i) => anchor(&path, &cell_path, "completion", pct(i.estimate)),
-                None => anchor(&path, &cell_path, "refusal", "refused"),
+            estimate: match (interval, baseline) {
+                (Some(i), _) => anchor(&path, &cell_path, "completion", pct(i.estimate)),
+                (None, Some(b)) => anchor(
+                    &path,
+                    &cell_path,
+                    "completion",
+                    format!("{} (baseline)", pct(b)),
+                ),
+                (None, None) => anchor(&path, &cell_path, "refusal", "refused"),
             },
             low: match interval {
                 Some(i) => anchor(&path, &cell_path, "ci", pct(i.low)),
-                None => anchor(&path, &cell_path, "refusal", "none"),
+                None => anchor(&path, &cell_path, no_number, "none"),
             },
             high: match interval {
                 Some(i) => anchor(&path, &cell_path, "ci", pct(i.high)),
-                None => anchor(&path, &cell_path, "refusal", "none"),
+                None => anchor(&path, &cell_path, no_number, "none"),
             },
         });
     }
@@ -1065,6 +1115,15 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
                 .map(|(a, b)| format!(", rank interval {a}–{b}"))
                 .unwrap_or_default()
         ),
+        Some(CellAnalysis {
+            baseline: Some(b), ..
+        }) if agent == "reference" => format!(
+            "Reachability {}: the reference agent, given the answer key and this server's recipe, passed this share of core tasks (mean of per-task pass rates). A built-in agent: never ranked, no interval.",
+            pct(*b)
+        ),
+        Some(CellAnalysis {
+            baseline: Some(b), ..
+        }) => format!("Pass rate over core tasks {} (mean of per-task pass rates).", pct(*b)),
         Some(_) => "Refused: no Completion is published for this cell.".into(),
         None if control => "No-server control: the agent ran these tasks with no server attached. A control, never ranked; a pass here quarantines the task.".into(),
         None => "The analysis has no row for this cell.".into(),
@@ -1139,6 +1198,8 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
                 "The validity gates do not apply: a control is never scored or ranked.".into()
             } else if c.is_none() {
                 "The analysis has no row for this cell, so no gate result is shown.".into()
+            } else if c.is_some_and(|c| c.baseline.is_some()) {
+                "The validity gates do not apply: a built-in agent's cell is a baseline, never scored or ranked (see the gates it feeds on the controls page).".into()
             } else {
                 "Every gate passed for this cell; its numbers are published.".into()
             },
@@ -1922,6 +1983,31 @@ pub fn controls(ix: &Index<'_>) -> PageModel {
         ),
         template: "controls.html",
         view: PageView::Controls(ControlsView {
+            gates: ix
+                .input
+                .analysis
+                .gates
+                .iter()
+                .map(|(category, agent, status, g)| {
+                    let evidence = match g.attempt_ids.first() {
+                        Some(id) if ix.attempts.contains_key(id.as_str()) => link(
+                            &path,
+                            &paths::attempt(id),
+                            format!("First of the {} attempts behind it", g.attempt_ids.len()),
+                        ),
+                        _ => Link {
+                            href: String::new(),
+                            text: "no attempt behind it".into(),
+                        },
+                    };
+                    GateView {
+                        category: visible(category),
+                        agent: agent.as_deref().map(visible).unwrap_or_default(),
+                        status: visible(status),
+                        result: refusal_view(g, evidence),
+                    }
+                })
+                .collect(),
             controls: ix
                 .bundle()
                 .controls

@@ -259,6 +259,17 @@ pub struct InstanceRow {
     pub sha256: String,
 }
 
+/// One gate's result on the controls page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GateView {
+    pub category: String,
+    /// The agent a per-agent gate (null baseline) is about; empty for category gates.
+    pub agent: String,
+    /// `PASSED`, `REFUSED` or `NOT_RUN`.
+    pub status: String,
+    pub result: RefusalView,
+}
+
 /// A control run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ControlRow {
@@ -361,6 +372,8 @@ pub struct AgreementRow {
 /// Controls and probes.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ControlsView {
+    /// The gates above the cells, by category.
+    pub gates: Vec<GateView>,
     pub controls: Vec<ControlRow>,
     pub probes: Vec<ProbeRow>,
     pub quarantined: Vec<Chip>,

@@ -67,6 +67,12 @@ fn a_real_shaped_bundle_gets_every_page_and_link_with_controls_and_null_models_l
         );
         let board = page(&out, &paths::board("databases", agent));
         assert_eq!(board.contains("Null baseline (not ranked)"), null);
+        assert_eq!(
+            board.contains("Reference agent: reachability (not ranked)"),
+            !null
+        );
+        // A built-in agent's rate is shown as a baseline, never as a refused or ranked Completion.
+        assert!(board.contains("(baseline)"), "{agent} board shows its rate");
         assert!(!board.contains("Band 1"), "nothing is banded: {agent}");
     }
     // The no-server control: a cell page per agent, labelled a control, reached from its attempts.
@@ -95,6 +101,15 @@ fn a_real_shaped_bundle_gets_every_page_and_link_with_controls_and_null_models_l
     assert!(!probe.contains(&paths::task(&shape.probe_id)));
     assert!(probe.contains(&format!("databases-srv0.html#task-{}", shape.probe_id)));
     assert!(!out.files.contains_key(&paths::task(&shape.probe_id)));
+    assert!(reference_cell.contains("Reachability"));
+    // The gates above the cells are listed with their counts on the controls page.
+    let controls = page(&out, "controls.html");
+    for gate in ["structural", "leak", "surface", "construct"] {
+        assert!(
+            controls.contains(&format!("<td>{gate}</td>")),
+            "controls page lists the {gate} gate"
+        );
+    }
     // The home page reads sensibly with every cell refused.
     let home = page(&out, "index.html");
     assert!(!home.contains("NaN") && !home.contains("Band 1"));
