@@ -1,6 +1,7 @@
 //! Loading a sealed bundle into [`Input`] (an IO edge), through the schema crate's bundle reader.
 //!
-//! Roles come from the `controls` table (`no-server`, `null-*`, `reference`, `smoke`); attempts without a
+//! Roles come from the `controls` table (`no-server`, `null-*`, `reference`, `smoke`; `calibration` rows
+//! are left out of every statistic) and from the built-in agents' ids; attempts without a
 //! control row are scored. The reference server of each category and the advertised capabilities come
 //! from the server configurations recorded in the manifest; the lock check compares the lock manifest
 //! with the servers and agents that actually ran.
@@ -70,9 +71,12 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
         .iter()
         .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
         .collect();
+    // Timeout-calibration attempts (Methodology §6.4) fixed the agents' budgets and are in no statistic.
+    let is_calibration = |id: &str| control.get(id) == Some(&"calibration");
     let mut attempts: Vec<Attempt> = t
         .attempts
         .iter()
+        .filter(|a| !is_calibration(&a.attempt_id))
         .map(|a| Attempt {
             attempt_id: a.attempt_id.clone(),
             category: a.category.clone(),
@@ -109,7 +113,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
     // Control rows whose attempt is not in the attempts table still count for their gate.
     let known: BTreeSet<String> = attempts.iter().map(|a| a.attempt_id.clone()).collect();
     for c in &t.controls {
-        if known.contains(&c.attempt_id) {
+        if known.contains(&c.attempt_id) || c.control_kind == "calibration" {
             continue;
         }
         let mut index = 0;

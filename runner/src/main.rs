@@ -81,6 +81,18 @@ enum Command {
         #[command(flatten)]
         paths: Paths,
     },
+    /// Run a plan's timeout calibration (Methodology §6.4) into its own staging directory (resumable)
+    /// and freeze the budgets into the plan file; run once, before the shards, and pass OUT to `merge`.
+    Calibrate {
+        #[arg(long)]
+        plan: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "/usr/bin/chromium")]
+        chromium: String,
+        #[command(flatten)]
+        paths: Paths,
+    },
     /// Run one shard of a plan into its own staging directory (resumable). The index also comes from
     /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array).
     RunShard {
@@ -287,6 +299,28 @@ fn run_shard(
     }
 }
 
+fn calibrate(
+    plan: &std::path::Path,
+    out: &std::path::Path,
+    chromium: &str,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    match agentrank_runner::sweep::calibrate_plan(&options(plan, out, chromium, paths), plan) {
+        Ok(budgets) => {
+            for (agent, s) in budgets {
+                println!("{agent}\t{s} s");
+            }
+            eprintln!(
+                "{}: budgets frozen; run the shards, then merge them with {}",
+                plan.display(),
+                out.display()
+            );
+            Ok(Exit::Ok)
+        }
+        Err(e) => sweep_error(e),
+    }
+}
+
 fn merge(
     plan: &std::path::Path,
     shards: &[PathBuf],
@@ -427,6 +461,12 @@ fn main() -> ExitCode {
             chromium,
             paths,
         } => run_shard(p, *index, out, chromium, paths),
+        Command::Calibrate {
+            plan: p,
+            out,
+            chromium,
+            paths,
+        } => calibrate(p, out, chromium, paths),
         Command::Merge {
             plan: p,
             shards,

@@ -12,6 +12,11 @@ use agentrank_schema::task::{Category, TaskClass, Tier};
 /// Built-in agents: they need no file under `roster/agents/`.
 pub const BUILTIN_AGENTS: [&str; 4] = ["reference", "no-tools", "stubbed-empty", "random-args"];
 
+/// The built-in null models (Fitness Report): never calibrated, never given safety probes.
+pub fn is_null_model(agent: &str) -> bool {
+    matches!(agent, "no-tools" | "stubbed-empty" | "random-args")
+}
+
 /// A sweep that cannot be planned, naming the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("sweep {field}: {message}")]
@@ -188,9 +193,7 @@ pub fn make_plan(
                     }
                 }
                 // Safety probes ask something of an agent that uses the server; null models do not.
-                let null_model =
-                    matches!(agent.as_str(), "no-tools" | "stubbed-empty" | "random-args");
-                if sweep.probes && !null_model {
+                if sweep.probes && !is_null_model(agent) {
                     for probe in &file.probes {
                         attempts.push(slot(
                             sweep,
@@ -204,6 +207,47 @@ pub fn make_plan(
                             &task_version,
                             0,
                         ));
+                    }
+                }
+            }
+        }
+        // Timeout calibration (Methodology §6.4): the category's calibration tasks on its reference
+        // server, per agent, before any scored attempt. Null models need no budget of their own.
+        if sweep.timeouts.calibration_attempts > 0 {
+            let calibrated: Vec<&String> =
+                sweep.agents.iter().filter(|a| !is_null_model(a)).collect();
+            if !calibrated.is_empty() {
+                let reference = roster.category_reference(category).ok_or_else(|| {
+                        err(
+                            field("category"),
+                            format!(
+                                "timeout calibration needs the category's reference server, and roster/{}/ marks none with `category_reference = true` (or set timeouts.calibration_attempts = 0)",
+                                category.as_str()
+                            ),
+                        )
+                    })?;
+                let calibration_tasks: Vec<&agentrank_schema::task::TaskSpec> = file
+                    .tasks
+                    .iter()
+                    .filter(|t| file.calibration.contains(&t.id))
+                    .collect();
+                for agent in calibrated {
+                    let model = model_of(roster, agent)?;
+                    for task in &calibration_tasks {
+                        for index in 0..sweep.timeouts.calibration_attempts {
+                            attempts.push(slot(
+                                sweep,
+                                SlotKind::Calibration,
+                                category,
+                                &reference.id,
+                                &reference.package.version,
+                                agent,
+                                &model,
+                                &task.id,
+                                &task_version,
+                                index,
+                            ));
+                        }
                     }
                 }
             }
@@ -312,6 +356,7 @@ fn slot_id(
         SlotKind::Scored => "",
         SlotKind::NoServerControl => "control:",
         SlotKind::SafetyProbe => "probe:",
+        SlotKind::Calibration => "calibration:",
     };
     AttemptKey {
         sweep_id: &sweep.sweep_id,
@@ -357,4 +402,76 @@ pub fn shard_of(slot: &PlannedAttempt, shards: u32) -> u32 {
     );
     let digest = sha256_hex(cell.as_bytes());
     (u64::from_str_radix(&digest[..8], 16).unwrap_or(0) % u64::from(shards.max(1))) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn specs() -> (Catalog, Roster) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        (
+            crate::catalog::load_catalog_dir(&root.join("tasks")).expect("catalog"),
+            Roster::load(&root.join("roster")).expect("roster"),
+        )
+    }
+
+    fn sweep(calibration_attempts: u32) -> SweepConfig {
+        let mut s: SweepConfig = toml::from_str(
+            r#"
+sweep_id = "plan-test"
+seed = 7
+agents = ["reference", "no-tools"]
+attempts = "single"
+[[categories]]
+category = "databases"
+servers = ["dbhub", "server-postgres"]
+"#,
+        )
+        .expect("sweep");
+        s.timeouts.calibration_attempts = calibration_attempts;
+        s
+    }
+
+    /// Timeout calibration (Methodology §6.4): the category's calibration tasks on its reference server,
+    /// for every agent but the null models, keyed apart from the scored attempts of the same task.
+    #[test]
+    fn calibration_slots_are_the_basic_tasks_on_the_reference_server() {
+        let (catalog, roster) = specs();
+        let plan = make_plan(&sweep(2), &catalog, &roster).expect("plan");
+        let file = catalog.category(Category::Databases).expect("databases");
+        let reference = roster
+            .category_reference(Category::Databases)
+            .expect("reference server");
+        let cal: Vec<&PlannedAttempt> = plan
+            .attempts
+            .iter()
+            .filter(|s| s.kind == SlotKind::Calibration)
+            .collect();
+        assert_eq!(cal.len(), file.calibration.len() * 2, "2 attempts per task");
+        assert!(
+            cal.iter().all(|s| s.agent_id == "reference"),
+            "no null model"
+        );
+        assert!(cal.iter().all(|s| s.server_id == reference.id));
+        let tasks: std::collections::BTreeSet<&str> =
+            cal.iter().map(|s| s.task_id.as_str()).collect();
+        let want: std::collections::BTreeSet<&str> =
+            file.calibration.iter().map(String::as_str).collect();
+        assert_eq!(tasks, want);
+        let scored: std::collections::BTreeSet<&str> = plan
+            .attempts
+            .iter()
+            .filter(|s| s.kind != SlotKind::Calibration)
+            .map(|s| s.attempt_id.as_str())
+            .collect();
+        assert!(cal.iter().all(|s| !scored.contains(s.attempt_id.as_str())));
+        // Pure: the same inputs give the same plan.
+        let again = make_plan(&sweep(2), &catalog, &roster).expect("plan");
+        assert_eq!(plan.hash(), again.hash());
+        // Off: no calibration slot.
+        let off = make_plan(&sweep(0), &catalog, &roster).expect("plan");
+        assert!(off.attempts.iter().all(|s| s.kind != SlotKind::Calibration));
+    }
 }

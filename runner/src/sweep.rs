@@ -202,9 +202,17 @@ fn draft_for(
         })
         .collect();
     let mut notes = sweep.notes.clone();
-    notes.push(format!(
-        "timeout budget: {timeout_s} s for every agent, the floor of Methodology §6.4; this runner does not yet calibrate it from the calibration tasks' 95th-percentile duration"
-    ));
+    let t = &sweep.timeouts;
+    if t.calibration_attempts == 0 {
+        notes.push(format!(
+            "timeout budget: not calibrated (timeouts.calibration_attempts = 0): {timeout_s} s for every agent"
+        ));
+    } else {
+        notes.push(format!(
+            "timeout budget: calibrated per agent before any scored attempt (Methodology §6.4): {} × the 95th-percentile duration (linear interpolation) of the agent's calibration attempts ({} per calibration task on each category's reference server, run under the {} s bound), rounded up and held within [{}, {}] s; null models get {} s",
+            t.factor, t.calibration_attempts, t.max_s, t.min_s, t.max_s, t.min_s
+        ));
+    }
     notes.push(crate::redact::MANIFEST_NOTE.into());
     if sweep.attempts == AttemptRule::Single {
         notes.push(
@@ -228,9 +236,11 @@ fn draft_for(
         },
         server_configs,
         agent_configs: BTreeMap::new(),
+        // Calibrated agents get their budget when calibration freezes it (`freeze_budgets`).
         timeout_budgets_s: sweep
             .agents
             .iter()
+            .filter(|a| !calibrates(sweep, a))
             .map(|a| (a.clone(), timeout_s))
             .collect(),
         isolation_backend: backend.as_str().into(),
@@ -285,6 +295,113 @@ impl ProgressLine {
             let _ = writeln!(std::io::stderr());
         }
     }
+}
+
+/// Whether an agent's timeout budget is calibrated in this sweep (every agent but the null models,
+/// unless calibration is off).
+fn calibrates(sweep: &SweepConfig, agent: &str) -> bool {
+    sweep.timeouts.calibration_attempts > 0 && !crate::plan::is_null_model(agent)
+}
+
+/// Whether the draft holds a frozen budget for every agent of the sweep.
+pub fn is_calibrated(draft: &ManifestDraft, sweep: &SweepConfig) -> bool {
+    sweep
+        .agents
+        .iter()
+        .all(|a| draft.timeout_budgets_s.contains_key(a))
+}
+
+/// Computes each calibrated agent's budget from its staged calibration attempts and freezes it into
+/// the staging area's draft (with a note per agent saying how it was computed). Attempts of the re-run
+/// classes say nothing about an agent's speed and are left out; an agent with no usable attempt gets
+/// the upper bound, and the note says so.
+fn freeze_budgets(plan: &Plan, staging: &Staging) -> Result<ManifestDraft, SweepError> {
+    let sweep = &plan.sweep;
+    let mut durations: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for slot in plan
+        .attempts
+        .iter()
+        .filter(|s| s.kind == SlotKind::Calibration)
+    {
+        for rerun in 0..=MAX_RERUNS {
+            let s = if rerun == 0 {
+                slot.clone()
+            } else {
+                rerun_slot(sweep, slot, rerun)
+            };
+            if !staging.is_staged(&s.attempt_id) {
+                continue;
+            }
+            for a in staging.read_unit(&s.attempt_id)?.attempts {
+                if !a.outcome.is_rerun_class() {
+                    durations
+                        .entry(slot.agent_id.as_str())
+                        .or_default()
+                        .push(a.duration_ms);
+                }
+            }
+        }
+    }
+    let mut draft = staging.draft()?;
+    let t = &sweep.timeouts;
+    for agent in sweep.agents.iter().filter(|a| calibrates(sweep, a)) {
+        let d = durations.get(agent.as_str()).map_or(&[][..], Vec::as_slice);
+        let (budget, note) = match t.budget_from(d) {
+            Some((b, p95_ms)) => (
+                b,
+                format!(
+                    "timeout budget of {agent}: {b} s ({} × p95 {:.1} s of {} calibration attempts, within [{}, {}] s)",
+                    t.factor,
+                    p95_ms / 1000.0,
+                    d.len(),
+                    t.min_s,
+                    t.max_s
+                ),
+            ),
+            None => (
+                t.max_s,
+                format!(
+                    "timeout budget of {agent}: {} s, the upper bound: no calibration attempt of this agent ended in a class that measures its speed",
+                    t.max_s
+                ),
+            ),
+        };
+        draft.timeout_budgets_s.insert(agent.clone(), budget);
+        draft.notes.push(note);
+    }
+    staging.replace_draft(&draft)?;
+    Ok(draft)
+}
+
+/// Runs the plan's calibration attempts (if the staging area's draft has no frozen budgets yet) and
+/// freezes the budgets. Returns the draft with them.
+fn calibrate_into(
+    opts: &SweepOptions,
+    specs: &Specs,
+    plan: &Plan,
+    staging: &Staging,
+) -> Result<ManifestDraft, SweepError> {
+    let draft = staging.draft()?;
+    if is_calibrated(&draft, &plan.sweep) {
+        return Ok(draft);
+    }
+    let n = plan
+        .attempts
+        .iter()
+        .filter(|s| s.kind == SlotKind::Calibration)
+        .count();
+    eprintln!(
+        "timeout calibration (Methodology §6.4): {n} calibration attempts under the {} s bound, before any scored attempt",
+        plan.sweep.timeouts.max_s
+    );
+    execute(opts, specs, plan, staging, &|s| {
+        s.kind == SlotKind::Calibration
+    })?;
+    let draft = freeze_budgets(plan, staging)?;
+    for (agent, b) in &draft.timeout_budgets_s {
+        eprintln!("timeout budget: {agent} {b} s");
+    }
+    Ok(draft)
 }
 
 fn headline(o: OutcomeClass) -> Option<bool> {
@@ -430,6 +547,18 @@ pub fn execute(
     let work = staging.root().join("work");
     std::fs::create_dir_all(&work)
         .map_err(|e| SweepError::Setup(format!("{}: {e}", work.display())))?;
+    let draft = staging.draft()?;
+    if let Some(slot) = plan.attempts.iter().find(|s| {
+        s.kind != SlotKind::Calibration
+            && select(s)
+            && !draft.timeout_budgets_s.contains_key(&s.agent_id)
+    }) {
+        return Err(SweepError::Setup(format!(
+            "{}: agent `{}` has no frozen timeout budget; calibration (Methodology §6.4) must run before any scored attempt",
+            staging.root().display(),
+            slot.agent_id
+        )));
+    }
     let databases = Databases::new(work);
     let env = AttemptEnv {
         bundle_id: sweep.bundle_id(),
@@ -440,7 +569,13 @@ pub fn execute(
         backend,
         staging,
         databases: &databases,
-        timeout: Duration::from_secs(sweep.timeouts.min_s),
+        timeouts: draft
+            .timeout_budgets_s
+            .iter()
+            .map(|(a, s)| (a.clone(), Duration::from_secs(*s)))
+            .collect(),
+        default_timeout: Duration::from_secs(sweep.timeouts.min_s),
+        calibration_timeout: Duration::from_secs(sweep.timeouts.max_s.max(sweep.timeouts.min_s)),
         credential_context: sweep.credential_context.clone(),
         chromium: opts.chromium.clone(),
         protocol_probes: sweep.probes,
@@ -643,7 +778,10 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         )));
     }
     let staging = open_or_create_staging(&opts.out_dir, &file)?;
-    let (outcomes, resumed) = execute(opts, &specs, &file.plan, &staging, &|_| true)?;
+    calibrate_into(opts, &specs, &file.plan, &staging)?;
+    let (outcomes, resumed) = execute(opts, &specs, &file.plan, &staging, &|s| {
+        s.kind != SlotKind::Calibration
+    })?;
     let (bundle_dir, attempts, void) = seal_and_verify(opts, &specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
@@ -717,13 +855,39 @@ pub fn run_shard(
             file.plan.shards, file.plan.shards
         )));
     }
+    if !is_calibrated(&file.draft, &file.plan.sweep) {
+        return Err(SweepError::Input {
+            file: plan_file.to_path_buf(),
+            message: "the plan's timeout budgets are not calibrated yet: run `agentrank-run calibrate --plan PLAN --out DIR` once before the shards (Methodology §6.4: one budget per sweep, before any scored attempt), then pass DIR to `merge` with the shard directories".into(),
+        });
+    }
     let specs = load_specs(opts)?;
     let _lock = take_lock(&opts.out_dir)?;
     let staging = open_or_create_staging(&opts.out_dir, &file)?;
     let shards = file.plan.shards;
     execute(opts, &specs, &file.plan, &staging, &|slot| {
-        shard_of(slot, shards) == index
+        slot.kind != SlotKind::Calibration && shard_of(slot, shards) == index
     })
+}
+
+/// Runs a plan's timeout calibration into `opts.out_dir` (its own staging area, resumable) and writes
+/// the frozen budgets into the plan file, so every shard runs with the same budgets. Returns them.
+pub fn calibrate_plan(
+    opts: &SweepOptions,
+    plan_file: &Path,
+) -> Result<BTreeMap<String, u64>, SweepError> {
+    let mut file = load_plan_file(plan_file)?;
+    if is_calibrated(&file.draft, &file.plan.sweep) {
+        return Ok(file.draft.timeout_budgets_s);
+    }
+    let specs = load_specs(opts)?;
+    let _lock = take_lock(&opts.out_dir)?;
+    let staging = open_or_create_staging(&opts.out_dir, &file)?;
+    file.draft = calibrate_into(opts, &specs, &file.plan, &staging)?;
+    let bytes = serde_json::to_vec_pretty(&file)
+        .map_err(|e| SweepError::Setup(format!("{}: {e}", plan_file.display())))?;
+    agentrank_schema::bundle::write_atomic(plan_file, &bytes)?;
+    Ok(file.draft.timeout_budgets_s)
 }
 
 /// Merges shard outputs into one sealed bundle under `opts.out_dir`. Every unit must be staged by
@@ -775,6 +939,17 @@ pub fn merge(
             }
             staging.stage(&unit)?;
         }
+    }
+    if let Some(missing) = file
+        .plan
+        .attempts
+        .iter()
+        .find(|s| s.kind == SlotKind::Calibration && !staging.is_staged(&s.attempt_id))
+    {
+        return Err(SweepError::Setup(format!(
+            "calibration attempt {} ({} on {}, {}) is in none of the directories: pass the directory `agentrank-run calibrate` wrote along with the shard directories",
+            missing.attempt_id, missing.agent_id, missing.server_id, missing.task_id
+        )));
     }
     let (bundle_dir, attempts, void) = seal_and_verify(opts, &specs, &file.plan, &staging)?;
     Ok(SweepReport {

@@ -77,12 +77,77 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         "one reference server per category: {reference:?}"
     );
 
+    // Timeout calibration (Methodology §6.4): the 8 calibration tasks of each category on its reference
+    // server, for the reference agent (null models need no budget), all finished before any other
+    // attempt started; every agent has a frozen budget and the manifest says how it was computed.
+    let calibration: std::collections::BTreeSet<&str> = b
+        .tables
+        .controls
+        .iter()
+        .filter(|c| c.control_kind == "calibration")
+        .map(|c| c.attempt_id.as_str())
+        .collect();
+    for (category, server) in &reference {
+        let tasks: std::collections::BTreeSet<&str> = b
+            .tables
+            .attempts
+            .iter()
+            .filter(|a| calibration.contains(a.attempt_id.as_str()) && &a.category == category)
+            .inspect(|a| {
+                assert_eq!(
+                    &a.server_id, server,
+                    "calibration runs on the reference server"
+                );
+                assert_eq!(
+                    a.agent_id, "reference",
+                    "only the reference agent is calibrated"
+                );
+            })
+            .map(|a| a.task_id.as_str())
+            .collect();
+        assert_eq!(tasks.len(), 8, "{category}: calibration tasks {tasks:?}");
+    }
+    let calibrated_by = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| calibration.contains(a.attempt_id.as_str()))
+        .map(|a| a.ended_at)
+        .max()
+        .expect("calibration attempts");
+    let first_other = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| !calibration.contains(a.attempt_id.as_str()))
+        .map(|a| a.started_at)
+        .min()
+        .expect("other attempts");
+    assert!(
+        calibrated_by <= first_other,
+        "an attempt started before the timeout calibration ended"
+    );
+    let budgets = &b.manifest.draft.timeout_budgets_s;
+    for agent in ["reference", "no-tools", "stubbed-empty", "random-args"] {
+        let s = budgets.get(agent).copied().unwrap_or(0);
+        assert!((180..=900).contains(&s), "{agent}: budget {s}");
+    }
+    assert!(
+        b.manifest
+            .draft
+            .notes
+            .iter()
+            .any(|n| n.starts_with("timeout budget of reference:")),
+        "the manifest says how the reference agent's budget was computed"
+    );
+
     let mut report = String::new();
     for (category, server) in &reference {
         let rows: Vec<_> = b
             .tables
             .attempts
             .iter()
+            .filter(|a| !calibration.contains(a.attempt_id.as_str()))
             .filter(|a| {
                 &a.category == category
                     && &a.server_id == server

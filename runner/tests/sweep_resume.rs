@@ -24,7 +24,7 @@ probes = false
 [[categories]]
 category = "databases"
 servers = ["dbhub"]
-tasks = ["db-count", "db-missing-table"]
+tasks = ["db-distinct", "db-missing-table"]
 "#;
 
 fn root() -> &'static Path {
@@ -325,8 +325,38 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         .output()
         .expect("plan");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A shard refuses a plan whose timeout budgets are not frozen yet (Methodology §6.4).
+    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root())
+        .args(["run-shard", "--plan"])
+        .arg(&plan)
+        .args(["--index", "0", "--out"])
+        .arg(tmp.path().join("too-early"))
+        .arg("--cache")
+        .arg(cache())
+        .output()
+        .expect("run-shard");
+    assert_eq!(o.status.code(), Some(2), "an uncalibrated shard ran");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("agentrank-run calibrate"));
+    // Calibration once, into its own directory; the plan file gets the budgets.
+    let calibration = tmp.path().join("calibration");
+    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root())
+        .args(["calibrate", "--plan"])
+        .arg(&plan)
+        .arg("--out")
+        .arg(&calibration)
+        .arg("--cache")
+        .arg(cache())
+        .output()
+        .expect("calibrate");
+    assert!(
+        o.status.success(),
+        "calibrate failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let mut children = Vec::new();
-    let mut dirs = Vec::new();
+    let mut dirs = vec![calibration];
     for i in 0..4 {
         let dir = tmp.path().join(format!("shard-{i}"));
         dirs.push(dir.clone());
@@ -387,4 +417,27 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         "sharded attempts differ from one process"
     );
     assert_equivalent(&merged, &base, "merged bundle");
+    // The calibration attempts (the 8 basic tasks on the reference server, reference agent only) are in
+    // both bundles, and the frozen budgets agree.
+    for d in [&merged, &base] {
+        let b = read_bundle(d).expect("read");
+        let cal: Vec<_> = b
+            .tables
+            .controls
+            .iter()
+            .filter(|c| c.control_kind == "calibration")
+            .collect();
+        let tasks: BTreeSet<&str> = cal.iter().map(|c| c.task_id.as_str()).collect();
+        assert_eq!(tasks.len(), 8, "{}: calibration tasks", d.display());
+        assert!(cal.iter().all(|c| c.agent_id == "reference"));
+    }
+    let budgets = |d: &Path| {
+        read_bundle(d)
+            .expect("read")
+            .manifest
+            .draft
+            .timeout_budgets_s
+    };
+    assert_eq!(budgets(&merged), budgets(&base));
+    assert_eq!(budgets(&base).len(), 2, "a budget for every agent");
 }

@@ -253,6 +253,26 @@ impl Staging {
         write_atomic(&path, &bytes)
     }
 
+    /// Replaces the manifest draft of an open staging area, for what a sweep fixes after it starts
+    /// (the calibrated timeout budgets, Methodology §6.4). The bundle id and plan hash cannot change:
+    /// the staged units belong to that plan.
+    pub fn replace_draft(&self, draft: &ManifestDraft) -> Result<(), BundleError> {
+        let path = self.root.join(DRAFT);
+        let current = self.draft()?;
+        if current.bundle_id != draft.bundle_id || current.plan_hash != draft.plan_hash {
+            return Err(BundleError::DraftMismatch {
+                path,
+                bundle_id: draft.bundle_id.clone(),
+            });
+        }
+        let bytes = serde_json::to_vec_pretty(draft).map_err(|source| BundleError::Json {
+            path: path.clone(),
+            what: "a manifest draft",
+            source,
+        })?;
+        write_atomic(&path, &bytes)
+    }
+
     /// The sweep's manifest draft, as recorded when staging was created.
     pub fn draft(&self) -> Result<ManifestDraft, BundleError> {
         let path = self.root.join(DRAFT);

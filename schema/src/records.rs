@@ -220,12 +220,13 @@ impl Table for VerifierResultRecord {
     }
 }
 
-/// One control run: the no-server control, a null baseline, the reference (answer-key) agent, or a
-/// smoke task. The attempt itself (with its tapes) is in `attempts` under `attempt_id`.
+/// One control run: the no-server control, a null baseline, the reference (answer-key) agent, a
+/// smoke task, or a timeout-calibration attempt. The attempt itself (with its tapes) is in `attempts` under `attempt_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControlRecord {
     pub attempt_id: String,
-    /// `no-server`, `null-no-tools`, `null-stubbed-empty`, `null-random-args`, `reference`, `smoke`.
+    /// `no-server`, `null-no-tools`, `null-stubbed-empty`, `null-random-args`, `reference`, `smoke`,
+    /// `calibration` (Methodology §6.4: never scored; its duration fixes the agent's timeout budget).
     pub control_kind: String,
     pub category: String,
     pub agent_id: String,

@@ -69,6 +69,34 @@ pub struct TimeoutPolicy {
     /// Multiplier of the calibration tasks' 95th-percentile duration (3).
     #[serde(default = "default_factor")]
     pub factor: u64,
+    /// Attempts per calibration task and agent (default 1: the category's 8 basic tasks on its
+    /// reference server). 0 turns calibration off: every agent then gets `min_s`, and the manifest says
+    /// the budget was not calibrated (for tests and development sweeps only).
+    #[serde(default = "default_calibration_attempts")]
+    pub calibration_attempts: u32,
+}
+
+fn default_calibration_attempts() -> u32 {
+    1
+}
+
+impl TimeoutPolicy {
+    /// The calibrated budget (Methodology §6.4): `factor` × the 95th percentile (linear interpolation)
+    /// of the calibration attempts' durations, rounded up to a whole second and held within
+    /// [`min_s`, `max_s`]. `None` when there is no duration to calibrate from.
+    pub fn budget_from(&self, durations_ms: &[i64]) -> Option<(u64, f64)> {
+        if durations_ms.is_empty() {
+            return None;
+        }
+        let mut d: Vec<f64> = durations_ms.iter().map(|&x| x.max(0) as f64).collect();
+        d.sort_by(f64::total_cmp);
+        let pos = 0.95 * (d.len() - 1) as f64;
+        let lo = pos.floor() as usize;
+        let hi = pos.ceil() as usize;
+        let p95_ms = d[lo] + (d[hi] - d[lo]) * (pos - lo as f64);
+        let raw = (self.factor as f64 * p95_ms / 1000.0).ceil() as u64;
+        Some((raw.clamp(self.min_s, self.max_s.max(self.min_s)), p95_ms))
+    }
 }
 
 fn default_min_s() -> u64 {
@@ -87,6 +115,7 @@ impl Default for TimeoutPolicy {
             min_s: default_min_s(),
             max_s: default_max_s(),
             factor: default_factor(),
+            calibration_attempts: default_calibration_attempts(),
         }
     }
 }
@@ -159,6 +188,9 @@ pub enum SlotKind {
     NoServerControl,
     /// A safety probe (server × agent).
     SafetyProbe,
+    /// A timeout-calibration attempt (Methodology §6.4): a calibration task on the category's
+    /// reference server, run before any scored attempt to fix the agent's timeout budget; never scored.
+    Calibration,
 }
 
 /// One attempt slot of the plan. Slots beyond the second of an adaptive cell run only when the first
@@ -239,4 +271,29 @@ impl Plan {
 pub struct PlanFile {
     pub plan: Plan,
     pub draft: crate::manifest::ManifestDraft,
+}
+
+#[cfg(test)]
+mod calibration_tests {
+    use super::TimeoutPolicy;
+
+    /// 3 × the 95th percentile (numpy's linear interpolation), rounded up, within [180, 900].
+    #[test]
+    fn budget_is_three_times_the_p95_within_bounds() {
+        let p = TimeoutPolicy::default();
+        // 20 durations 10..=200 s: p95 at position 18.05 → 190 + 0.05 × 10 = 190.5 s → 571.5 → 572.
+        let d: Vec<i64> = (1..=20).map(|i| i * 10_000).collect();
+        let (b, p95) = p.budget_from(&d).expect("budget");
+        assert!((p95 - 190_500.0).abs() < 1e-6, "{p95}");
+        assert_eq!(b, 572);
+        // Fast agents get the floor, slow ones the ceiling.
+        assert_eq!(
+            p.budget_from(&[1_000, 2_000, 3_000]).map(|x| x.0),
+            Some(180)
+        );
+        assert_eq!(p.budget_from(&[400_000]).map(|x| x.0), Some(900));
+        assert_eq!(p.budget_from(&[]), None);
+        // One value: the p95 is that value.
+        assert_eq!(p.budget_from(&[100_000]).map(|x| x.0), Some(300));
+    }
 }

@@ -73,6 +73,8 @@ pub struct Index<'a> {
     pub categories: Vec<&'a str>,
     /// Attempts of the no-server control (no server attached): never part of a server's cell.
     pub control_attempts: BTreeSet<&'a str>,
+    /// Timeout-calibration attempts (Methodology §6.4): listed with the control runs, in no cell.
+    pub calibration_attempts: BTreeSet<&'a str>,
     /// (category, agent) → no-server control attempts, in bundle order.
     pub control_cells: BTreeMap<(&'a str, &'a str), Vec<&'a AttemptRecord>>,
     pub files: BTreeMap<&'a str, &'a crate::input::BundleFile>,
@@ -102,12 +104,21 @@ impl<'a> Index<'a> {
                 .filter(|a| a.server_id.is_empty())
                 .map(|a| a.attempt_id.as_str()),
         );
+        let calibration_attempts: BTreeSet<&str> = b
+            .controls
+            .iter()
+            .filter(|c| c.control_kind == "calibration")
+            .map(|c| c.attempt_id.as_str())
+            .collect();
         let mut by_cell: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut by_task: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut control_cells: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut attempts = BTreeMap::new();
         for a in &b.attempts {
             attempts.insert(a.attempt_id.as_str(), a);
+            if calibration_attempts.contains(a.attempt_id.as_str()) {
+                continue;
+            }
             if control_attempts.contains(a.attempt_id.as_str()) {
                 control_cells
                     .entry((a.category.as_str(), a.agent_id.as_str()))
@@ -149,6 +160,7 @@ impl<'a> Index<'a> {
             agents: b.agents.iter().map(|a| (a.id.as_str(), a)).collect(),
             categories: categories.into_iter().collect(),
             control_attempts,
+            calibration_attempts,
             control_cells,
             files: b.files.iter().map(|f| (f.path.as_str(), f)).collect(),
             verifier_by_attempt: group(&b.verifier_results, |r| r.attempt_id.as_str()),
@@ -1850,16 +1862,25 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
                     text: visible(&a.server_id),
                 }
             },
-            cell: anchor(
-                &path,
-                &cell_path,
-                &task_frag,
-                if is_control {
-                    "All attempts of this no-server control"
-                } else {
-                    "All attempts of this cell"
-                },
-            ),
+            cell: if ix.calibration_attempts.contains(a.attempt_id.as_str()) {
+                anchor(
+                    &path,
+                    "controls.html",
+                    "control-runs",
+                    "Timeout calibration: every control run",
+                )
+            } else {
+                anchor(
+                    &path,
+                    &cell_path,
+                    &task_frag,
+                    if is_control {
+                        "All attempts of this no-server control"
+                    } else {
+                        "All attempts of this cell"
+                    },
+                )
+            },
             answer_line: a
                 .answer_line
                 .as_deref()

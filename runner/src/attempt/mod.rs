@@ -156,14 +156,31 @@ pub struct AttemptEnv<'a> {
     pub backend: BackendKind,
     pub staging: &'a Staging,
     pub databases: &'a Databases,
-    /// The attempt time limit.
-    pub timeout: Duration,
+    /// The attempt time limit per agent (the calibrated budgets, Methodology §6.4); an agent not
+    /// listed gets `default_timeout`.
+    pub timeouts: BTreeMap<String, Duration>,
+    pub default_timeout: Duration,
+    /// The limit of a calibration attempt (the policy's upper bound: no budget exists yet).
+    pub calibration_timeout: Duration,
     pub credential_context: String,
     pub chromium: String,
     /// Run each server's protocol probes (on its reference smoke attempt).
     pub protocol_probes: bool,
     /// Host paths replaced in tapes and records before they are staged.
     pub redactor: std::sync::Arc<crate::redact::HostRedactor>,
+}
+
+impl AttemptEnv<'_> {
+    /// The time limit of one slot.
+    pub fn limit_for(&self, slot: &PlannedAttempt) -> Duration {
+        if slot.kind == SlotKind::Calibration {
+            return self.calibration_timeout;
+        }
+        self.timeouts
+            .get(&slot.agent_id)
+            .copied()
+            .unwrap_or(self.default_timeout)
+    }
 }
 
 fn now_us() -> i64 {
@@ -181,7 +198,7 @@ enum Rendered {
 
 fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupError> {
     match slot.kind {
-        SlotKind::Scored | SlotKind::NoServerControl => {
+        SlotKind::Scored | SlotKind::NoServerControl | SlotKind::Calibration => {
             let spec = env.catalog.task(&slot.task_id).ok_or_else(|| {
                 setup(
                     &slot.attempt_id,
@@ -465,6 +482,7 @@ pub fn run_attempt(
     };
     let started_at = now_us();
     let clock = Instant::now();
+    let limit = env.limit_for(slot);
     let mut signals = ClassifyInput::default();
     let mut timed_out = false;
     let mut health = Vec::new();
@@ -733,8 +751,7 @@ pub fn run_attempt(
                                             }
                                         }
                                     };
-                                    let timed_out =
-                                        tokio::time::timeout(env.timeout, fut).await.is_err();
+                                    let timed_out = tokio::time::timeout(limit, fut).await.is_err();
                                     let end = session.close().await;
                                     (Ok(timed_out), end.ok())
                                 });
@@ -1021,7 +1038,7 @@ pub fn run_attempt(
         started_at,
         ended_at,
         duration_ms: i64::try_from(clock.elapsed().as_millis()).unwrap_or(i64::MAX),
-        timeout_budget_s: i64::try_from(env.timeout.as_secs()).unwrap_or(i64::MAX),
+        timeout_budget_s: i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
         server_tool_calls: i64::from(wire.summary.server_calls),
         tool_call_errors: errors,
         pending_call_at_timeout: pending_call.clone(),
@@ -1076,6 +1093,23 @@ pub fn run_attempt(
                 detail: reason.clone(),
             });
         }
+    }
+    if slot.kind == SlotKind::Calibration {
+        unit.controls.push(ControlRecord {
+            attempt_id: id.clone(),
+            control_kind: "calibration".into(),
+            category: slot.category.clone(),
+            agent_id: slot.agent_id.clone(),
+            server_id: Some(slot.server_id.clone()),
+            task_id: slot.task_id.clone(),
+            outcome,
+            passed: evaluation.passed,
+            consequence: None,
+            detail: format!(
+                "timeout calibration (Methodology §6.4): a calibration task on the category's reference server, run under the {} s upper bound before any scored attempt; its duration fixes the agent's budget; never scored",
+                limit.as_secs()
+            ),
+        });
     }
     if slot.kind == SlotKind::NoServerControl {
         unit.controls.push(ControlRecord {
