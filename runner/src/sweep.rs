@@ -579,6 +579,7 @@ pub fn execute(
         credential_context: sweep.credential_context.clone(),
         chromium: opts.chromium.clone(),
         protocol_probes: sweep.probes,
+        operator_env: crate::agents::operator::process_env(),
         redactor: std::sync::Arc::new(crate::redact::HostRedactor::for_sweep(
             &opts.cache_dir,
             &opts.out_dir,

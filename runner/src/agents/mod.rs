@@ -15,6 +15,7 @@
 pub mod claude;
 pub mod codex;
 pub mod openai;
+pub mod operator;
 pub mod process;
 
 use std::collections::BTreeMap;

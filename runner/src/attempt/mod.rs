@@ -168,6 +168,9 @@ pub struct AttemptEnv<'a> {
     pub protocol_probes: bool,
     /// Host paths replaced in tapes and records before they are staged.
     pub redactor: std::sync::Arc<crate::redact::HostRedactor>,
+    /// The runner's environment, where external agents' machine-specific settings come from
+    /// ([`crate::agents::operator`]).
+    pub operator_env: crate::agents::operator::OperatorEnv,
 }
 
 impl AttemptEnv<'_> {
@@ -432,6 +435,144 @@ fn write_agent_tape(
     .map_err(|e| setup(attempt_id, e.to_string()))
 }
 
+/// The `agentrank-run` executable: this process when it is the runner, else the runner built beside it
+/// (tests link the runner library into their own binaries).
+fn runner_exe() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("the runner's own path: {e}"))?;
+    let named = |p: &Path| p.file_name().is_some_and(|n| n == "agentrank-run");
+    if named(&exe) {
+        return Ok(exe);
+    }
+    exe.ancestors()
+        .skip(1)
+        .take(3)
+        .map(|d| d.join("agentrank-run"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("no agentrank-run executable near {}", exe.display()))
+}
+
+/// The stdio tap in front of the sandboxed server: what an external agent is given to start, so the
+/// wire tape is written whichever program is the client.
+fn tap_launch(
+    server: &ResolvedLaunch,
+    tape: &Path,
+    attempt_id: &str,
+) -> Result<ResolvedLaunch, String> {
+    let mut args = vec![
+        "tap".to_string(),
+        "--out".to_string(),
+        tape.display().to_string(),
+        "--attempt-id".to_string(),
+        attempt_id.to_string(),
+        "--".to_string(),
+        server.program.clone(),
+    ];
+    args.extend(server.args.iter().cloned());
+    Ok(ResolvedLaunch {
+        program: runner_exe()?.display().to_string(),
+        args,
+        env: server.env.clone(),
+        cwd: server.cwd.clone(),
+    })
+}
+
+/// Runs an external agent on the instance (with the tapped server, or none for the no-server
+/// control) in a fresh scratch directory of its own. `Err` when it could not start.
+fn run_external(
+    env: &AttemptEnv,
+    rt: &tokio::runtime::Runtime,
+    config: &crate::agents::AgentConfig,
+    instance: &TaskInstance,
+    server: Option<ResolvedLaunch>,
+    limit: Duration,
+    id: &str,
+) -> Result<crate::agents::AgentRun, String> {
+    let workdir = env.staging.root().join("work").join(format!("{id}.agent"));
+    let _ = std::fs::remove_dir_all(&workdir);
+    std::fs::create_dir_all(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
+    let task = crate::agents::AgentTask {
+        system_prompt: crate::agents::SYSTEM_PROMPT.to_string(),
+        task_prompt: instance.prompt.clone(),
+        server: server.map(crate::agents::McpAttach::new),
+        limit,
+        workdir: workdir.clone(),
+        attempt_id: id.to_string(),
+    };
+    let run = rt
+        .block_on(crate::agents::run_agent(config, &task))
+        .map_err(|e| format!("the agent did not start: {e}"));
+    let _ = std::fs::remove_dir_all(&workdir);
+    run
+}
+
+/// Rewrites a tape written by another process (the tap) with host paths replaced, as every staged
+/// tape is.
+fn redact_tape_file(path: &Path, redactor: &crate::redact::HostRedactor) -> Result<(), String> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let lines = agentrank_schema::tape::read_tape(path).map_err(|e| e.to_string())?;
+    let redacted: Vec<TapeLine> = lines
+        .iter()
+        .map(|l| match l {
+            TapeLine::Meta(m) => TapeLine::Meta(redactor.apply_record(m)),
+            TapeLine::Message(m) => TapeLine::Message(redactor.apply_record(m)),
+            TapeLine::Turn(t) => TapeLine::Turn(redactor.apply_record(t)),
+            TapeLine::End(e) => TapeLine::End(e.clone()),
+            TapeLine::Unknown(v) => TapeLine::Unknown(redactor.apply_record(v)),
+        })
+        .collect();
+    if redacted == lines {
+        return Ok(());
+    }
+    write_tape_lines(
+        path,
+        "",
+        &redacted,
+        &crate::redact::HostRedactor::new(std::iter::empty()),
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// Writes complete tape lines (a meta line first, an end line last when the run ended) and returns the
+/// file's SHA-256.
+fn write_tape_lines(
+    path: &Path,
+    attempt_id: &str,
+    lines: &[TapeLine],
+    redactor: &crate::redact::HostRedactor,
+) -> Result<String, SetupError> {
+    let Some(TapeLine::Meta(meta)) = lines.first() else {
+        return Err(setup(
+            attempt_id,
+            format!("{}: a tape without its meta line", path.display()),
+        ));
+    };
+    let mut w = TapeWriter::create(path, &redactor.apply_record(meta))
+        .map_err(|e| setup(attempt_id, e.to_string()))?;
+    let mut end = None;
+    for line in &lines[1..] {
+        match line {
+            TapeLine::End(e) => end = Some(e.clone()),
+            TapeLine::Turn(t) => w
+                .write(&TapeLine::Turn(redactor.apply_record(t)))
+                .map_err(|e| setup(attempt_id, e.to_string()))?,
+            TapeLine::Message(m) => w
+                .write(&TapeLine::Message(redactor.apply_record(m)))
+                .map_err(|e| setup(attempt_id, e.to_string()))?,
+            other => w
+                .write(other)
+                .map_err(|e| setup(attempt_id, e.to_string()))?,
+        }
+    }
+    let end = end.unwrap_or(EndLine {
+        t: 0,
+        reason: "eof".into(),
+    });
+    w.finish(end).map_err(|e| setup(attempt_id, e.to_string()))
+}
+
 fn write_empty_mcp_tape(
     path: &Path,
     attempt_id: &str,
@@ -462,15 +603,45 @@ pub fn run_attempt(
     rerun_of: Option<String>,
 ) -> Result<StagedUnit, SetupError> {
     let id = slot.attempt_id.clone();
-    let agent = Builtin::from_id(&slot.agent_id).ok_or_else(|| {
-        setup(&id, format!("agent `{}` has no adapter in this runner yet; built-in agents: reference, no-tools, stubbed-empty, random-args", slot.agent_id))
-    })?;
+    // A built-in agent, or an external one (Claude Code, Codex, the minimal loop) from roster/agents/.
+    let builtin = Builtin::from_id(&slot.agent_id);
+    let external: Option<crate::agents::AgentConfig> = match builtin {
+        Some(_) => None,
+        None => {
+            let configured = env.roster.agents.get(&slot.agent_id).ok_or_else(|| {
+                setup(
+                    &id,
+                    format!(
+                        "agent `{}` is neither built in (reference, no-tools, stubbed-empty, random-args) nor in roster/agents/",
+                        slot.agent_id
+                    ),
+                )
+            })?;
+            match crate::agents::operator::adapter_config(configured, &env.operator_env) {
+                Some(Ok(c)) => Some(c),
+                Some(Err(e)) => return Err(setup(&id, e)),
+                None => {
+                    return Err(setup(
+                        &id,
+                        format!(
+                            "roster/agents/{}.toml: a built-in kind under another id; use the built-in id",
+                            slot.agent_id
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    // Everything below that is built-in specific reads `agent`; an external agent drives the server
+    // itself through the tap.
+    let agent = builtin.unwrap_or(Builtin::Reference);
+    let uses_server = builtin.is_none_or(Builtin::uses_server);
     let rendered = render(env, slot)?;
     let instance = match &rendered {
         Rendered::Task(t) => t,
         Rendered::Probe(_, t) => t,
     };
-    let attach_server = slot.kind != SlotKind::NoServerControl && agent.uses_server();
+    let attach_server = slot.kind != SlotKind::NoServerControl && uses_server;
     let server = if slot.kind == SlotKind::NoServerControl {
         None
     } else {
@@ -553,6 +724,7 @@ pub fn run_attempt(
     let mut fixture_log = None;
     let mut session_note = String::new();
     let mut mcp_sha = None;
+    let mut external_run: Option<crate::agents::AgentRun> = None;
     let mut protocol_rows = Vec::new();
 
     if attach_server && signals.harness_faults.is_empty() {
@@ -681,7 +853,7 @@ pub fn run_attempt(
                                     .is_some_and(|f| f.smoke.contains(&instance.task_id));
                                 if env.protocol_probes
                                     && slot.kind == SlotKind::Scored
-                                    && agent == Builtin::Reference
+                                    && builtin == Some(Builtin::Reference)
                                     && slot.attempt_index == 0
                                     && rerun_index == 0
                                     && is_smoke
@@ -701,69 +873,98 @@ pub fn run_attempt(
                                         &slot.category,
                                     );
                                 }
-                                let outcome = rt.block_on(async {
-                                    let options = ClientOptions {
-                                        stub_tool_calls: agent == Builtin::StubbedEmpty,
-                                        tape_info: Some(tape_info.clone()),
-                                        // The built-in agents wait at most this long for one call (the
-                                        // slowest fixture page answers after 8 s); a tool that hangs
-                                        // (one asked for a password, say) costs the null models no more.
-                                        request_timeout: Duration::from_secs(
-                                            if agent == Builtin::Reference { 60 } else { 20 },
-                                        ),
-                                        redactor: Some(env.redactor.clone()),
-                                        ..ClientOptions::default()
-                                    };
-                                    let session =
-                                        McpSession::start(&wrapped, Some(&mcp_tape), &id, options)
-                                            .await;
-                                    let session = match session {
-                                        Ok(s) => s,
-                                        Err(e) => return (Err(e.to_string()), None),
-                                    };
-                                    let recipe = server.recipe(&instance.task_id);
-                                    let fut = async {
-                                        match agent {
-                                            Builtin::Reference => {
-                                                builtin::run_reference(
-                                                    &session,
-                                                    instance,
-                                                    recipe,
-                                                    &fixture_url,
-                                                    &progress,
-                                                )
-                                                .await
-                                            }
-                                            Builtin::StubbedEmpty => {
-                                                builtin::run_stubbed_empty(
-                                                    &session, instance, &progress,
-                                                )
-                                                .await
-                                            }
-                                            Builtin::RandomArgs => {
-                                                builtin::run_random_args(
-                                                    &session, instance, slot.seed, &progress,
-                                                )
-                                                .await
-                                            }
-                                            Builtin::NoTools => {
-                                                builtin::run_no_tools(instance, &progress)
-                                            }
+                                if let Some(config) = &external {
+                                    let tap = tap_launch(&wrapped, &mcp_tape, &id)
+                                        .map_err(|e| setup(&id, e))?;
+                                    match run_external(
+                                        env,
+                                        rt,
+                                        config,
+                                        instance,
+                                        Some(tap),
+                                        limit,
+                                        &id,
+                                    ) {
+                                        Ok(r) => {
+                                            timed_out = r.signals.timed_out;
+                                            external_run = Some(r);
                                         }
-                                    };
-                                    let timed_out = tokio::time::timeout(limit, fut).await.is_err();
-                                    let end = session.close().await;
-                                    (Ok(timed_out), end.ok())
-                                });
-                                match outcome {
-                                    (Err(e), _) => {
-                                        session_note = format!("server did not start: {e}");
+                                        Err(e) => signals
+                                            .harness_faults
+                                            .push(HarnessFault::AdapterCrash(e)),
                                     }
-                                    (Ok(t), end) => {
-                                        timed_out = t;
-                                        if let Some(end) = end {
-                                            mcp_sha = end.tape.file.map(|(_, sha)| sha);
-                                            session_note = end.exit.reason();
+                                    redact_tape_file(&mcp_tape, &env.redactor)
+                                        .map_err(|e| setup(&id, e))?;
+                                } else {
+                                    let outcome = rt.block_on(async {
+                                        let options = ClientOptions {
+                                            stub_tool_calls: agent == Builtin::StubbedEmpty,
+                                            tape_info: Some(tape_info.clone()),
+                                            // The built-in agents wait at most this long for one call (the
+                                            // slowest fixture page answers after 8 s); a tool that hangs
+                                            // (one asked for a password, say) costs the null models no more.
+                                            request_timeout: Duration::from_secs(
+                                                if agent == Builtin::Reference { 60 } else { 20 },
+                                            ),
+                                            redactor: Some(env.redactor.clone()),
+                                            ..ClientOptions::default()
+                                        };
+                                        let session = McpSession::start(
+                                            &wrapped,
+                                            Some(&mcp_tape),
+                                            &id,
+                                            options,
+                                        )
+                                        .await;
+                                        let session = match session {
+                                            Ok(s) => s,
+                                            Err(e) => return (Err(e.to_string()), None),
+                                        };
+                                        let recipe = server.recipe(&instance.task_id);
+                                        let fut = async {
+                                            match agent {
+                                                Builtin::Reference => {
+                                                    builtin::run_reference(
+                                                        &session,
+                                                        instance,
+                                                        recipe,
+                                                        &fixture_url,
+                                                        &progress,
+                                                    )
+                                                    .await
+                                                }
+                                                Builtin::StubbedEmpty => {
+                                                    builtin::run_stubbed_empty(
+                                                        &session, instance, &progress,
+                                                    )
+                                                    .await
+                                                }
+                                                Builtin::RandomArgs => {
+                                                    builtin::run_random_args(
+                                                        &session, instance, slot.seed, &progress,
+                                                    )
+                                                    .await
+                                                }
+                                                Builtin::NoTools => {
+                                                    builtin::run_no_tools(instance, &progress)
+                                                }
+                                            }
+                                        };
+                                        let timed_out =
+                                            tokio::time::timeout(limit, fut).await.is_err();
+                                        let end = session.close().await;
+                                        (Ok(timed_out), end.ok())
+                                    });
+                                    match outcome {
+                                        (Err(e), _) => {
+                                            session_note = format!("server did not start: {e}");
+                                        }
+                                        (Ok(t), end) => {
+                                            timed_out = t;
+                                            if let Some(end) = end {
+                                                mcp_sha = end.tape.file.map(|(_, sha)| sha);
+                                                session_note = end.exit.reason();
+                                            }
                                         }
                                     }
                                 }
@@ -819,7 +1020,16 @@ pub fn run_attempt(
         if matches!(instance.environment, Environment::Site(_)) {
             // The world still exists (the site is what the control would have to guess), unreached.
         }
-        builtin::run_no_tools(instance, &progress);
+        match &external {
+            Some(config) => match run_external(env, rt, config, instance, None, limit, &id) {
+                Ok(r) => {
+                    timed_out = r.signals.timed_out;
+                    external_run = Some(r);
+                }
+                Err(e) => signals.harness_faults.push(HarnessFault::AdapterCrash(e)),
+            },
+            None => builtin::run_no_tools(instance, &progress),
+        }
     }
 
     // Tapes: the wire tape exists whenever a session started; otherwise an empty one says why.
@@ -839,7 +1049,12 @@ pub fn run_attempt(
             },
         )?,
     };
-    let run = progress.snapshot();
+    let mut run = progress.snapshot();
+    if let Some(x) = &external_run {
+        // The agent's own view; the wire tape below is the authority on calls.
+        run.final_message = x.final_message.clone();
+        run.pending_call = x.signals.pending_server_call.clone();
+    }
     let pending_call = if timed_out {
         run.pending_call.clone()
     } else {
@@ -856,14 +1071,34 @@ pub fn run_attempt(
             .cloned()
             .map(HarnessFault::AdapterCrash),
     );
-    let agent_sha = write_agent_tape(
-        &agent_tape,
-        &id,
-        started_at,
-        &run,
-        if timed_out { "timeout" } else { "eof" },
-        &env.redactor,
-    )?;
+    let agent_sha = match (&external_run, &external) {
+        (Some(x), Some(config)) => {
+            let lines = x.tape_lines(&id, started_at, &slot.agent_id, config.pinned_model());
+            write_tape_lines(&agent_tape, &id, &lines, &env.redactor)?
+        }
+        _ => write_agent_tape(
+            &agent_tape,
+            &id,
+            started_at,
+            &run,
+            if timed_out { "timeout" } else { "eof" },
+            &env.redactor,
+        )?,
+    };
+    if let (Some(x), Some(config)) = (&external_run, &external) {
+        // What the adapter saw: faults, rate limits, model errors, built-in tool use, the model id.
+        let from_agent = x.signals.classify_input(
+            config.pinned_model(),
+            x.reported_model.as_deref(),
+            Vec::new(),
+            false,
+            None,
+        );
+        signals.harness_faults.extend(from_agent.harness_faults);
+        signals.rate_limits.extend(from_agent.rate_limits);
+        signals.agent_errors.extend(from_agent.agent_errors);
+        signals.builtin_uses.extend(from_agent.builtin_uses);
+    }
 
     // Observe and verify.
     let wire_lines = if mcp_tape.exists() {
@@ -1011,7 +1246,7 @@ pub fn run_attempt(
         server_version: slot.server_version.clone(),
         agent_id: slot.agent_id.clone(),
         model_id_pinned: (!slot.model_id.is_empty()).then(|| slot.model_id.clone()),
-        model_id_reported: None,
+        model_id_reported: external_run.as_ref().and_then(|x| x.reported_model.clone()),
         task_id: slot.task_id.clone(),
         task_version: slot.task_version.clone(),
         tier: tier.into(),
@@ -1042,11 +1277,26 @@ pub fn run_attempt(
         server_tool_calls: i64::from(wire.summary.server_calls),
         tool_call_errors: errors,
         pending_call_at_timeout: pending_call.clone(),
-        tokens_in: None,
-        tokens_out: None,
-        cost_usd: Some(0.0),
-        cost_is_floor: false,
-        cost_floor_reasons: None,
+        tokens_in: external_run
+            .as_ref()
+            .and_then(|x| x.spend.tokens_in)
+            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        tokens_out: external_run
+            .as_ref()
+            .and_then(|x| x.spend.tokens_out)
+            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        // Built-in agents spend nothing; an external agent's cost is what it reported (a floor when
+        // the adapter says so, with its reasons), or unknown.
+        cost_usd: match &external_run {
+            Some(x) => x.spend.cost_usd,
+            None => Some(0.0),
+        },
+        cost_is_floor: external_run.as_ref().is_some_and(|x| x.spend.floor),
+        cost_floor_reasons: external_run
+            .as_ref()
+            .filter(|x| x.spend.floor || x.spend.cost_usd.is_none())
+            .map(|x| x.spend.notes.join("; "))
+            .filter(|s| !s.is_empty()),
         tape_mcp_path: tape_path(&id, Plane::Mcp),
         tape_mcp_sha256: mcp_sha,
         tape_agent_path: tape_path(&id, Plane::Agent),

@@ -1,0 +1,251 @@
+//! From a roster agent configuration (what is published: kind, pinned model, settings) to an adapter
+//! configuration (what only the operator's machine knows: where the CLIs are installed, where the model
+//! endpoint listens, the login files). The machine-specific parts come from environment variables of
+//! the runner, never from the roster, so a published configuration names no host:
+//!
+//! | variable | default | used by |
+//! |---|---|---|
+//! | `AGENTRANK_OLLAMA_URL` | `http://127.0.0.1:11434` | minimal loop, `endpoint = "ollama"` (default) |
+//! | `AGENTRANK_OPENAI_URL` | none (required) | minimal loop, `endpoint = "openai"` (`…/v1`) |
+//! | `AGENTRANK_CLAUDE` | `claude` on `PATH` | Claude Code |
+//! | `AGENTRANK_CODEX` | `codex` on `PATH` | Codex |
+//!
+//! The minimal loop reads the settings `endpoint` (`ollama` or `openai`), `reasoning` (`default`, `off`,
+//! `low`, `medium`, `high`), `api_key_env` (the runner variable holding the key, OpenAI endpoints only)
+//! and `max_requests` (default 40); Codex reads `reasoning_effort`.
+
+use super::AgentConfig;
+use super::claude::ClaudeConfig;
+use super::codex::CodexConfig;
+use super::openai::{Endpoint, OpenAiConfig, Reasoning};
+use agentrank_schema::roster::{AgentConfig as RosterAgent, AgentKind};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The runner environment an adapter configuration is built from (a map, so tests need not touch the
+/// process environment).
+pub type OperatorEnv = BTreeMap<String, String>;
+
+/// The runner's own environment.
+pub fn process_env() -> OperatorEnv {
+    std::env::vars().collect()
+}
+
+/// Where `program` is: itself when it names a path, else the first match on `path`.
+fn find_program(program: &str, path: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
+fn reasoning(s: Option<&String>, agent: &str) -> Result<Reasoning, String> {
+    Ok(match s.map(String::as_str) {
+        None | Some("default") => Reasoning::Default,
+        Some("off") => Reasoning::Off,
+        Some("low") => Reasoning::Low,
+        Some("medium") => Reasoning::Medium,
+        Some("high") => Reasoning::High,
+        Some(other) => {
+            return Err(format!(
+                "roster/agents/{agent}.toml: settings.reasoning = {other:?}; use default, off, low, medium or high"
+            ));
+        }
+    })
+}
+
+/// The adapter configuration of an external agent, or why it cannot be run here (naming the roster
+/// file, setting or variable at fault). `None` for the built-in kinds.
+pub fn adapter_config(
+    agent: &RosterAgent,
+    env: &OperatorEnv,
+) -> Option<Result<AgentConfig, String>> {
+    let id = &agent.id;
+    let model = || {
+        agent.model.clone().filter(|m| !m.is_empty()).ok_or_else(|| {
+            format!("roster/agents/{id}.toml: no `model`: every model id is pinned explicitly (Methodology §4)")
+        })
+    };
+    let path = env.get("PATH").cloned().unwrap_or_default();
+    let home = PathBuf::from(env.get("HOME").cloned().unwrap_or_else(|| "/root".into()));
+    let cli = |var: &str, name: &str| -> Result<String, String> {
+        let wanted = env.get(var).cloned().unwrap_or_else(|| name.to_string());
+        find_program(&wanted, &path)
+            .map(|p| p.display().to_string())
+            .ok_or_else(|| {
+                format!("agent `{id}`: the {name} program `{wanted}` is not installed here (set {var} to its path)")
+            })
+    };
+    let build = || -> Result<AgentConfig, String> {
+        Ok(match agent.kind {
+            AgentKind::MinimalLoop => {
+                let endpoint = match agent.settings.get("endpoint").map(String::as_str) {
+                    None | Some("ollama") => Endpoint::Ollama {
+                        base_url: env
+                            .get("AGENTRANK_OLLAMA_URL")
+                            .cloned()
+                            .unwrap_or_else(|| "http://127.0.0.1:11434".into()),
+                    },
+                    Some("openai") => Endpoint::OpenAiChat {
+                        base_url: env.get("AGENTRANK_OPENAI_URL").cloned().ok_or_else(|| {
+                            format!("agent `{id}`: settings.endpoint = \"openai\" needs AGENTRANK_OPENAI_URL (e.g. http://host:8000/v1)")
+                        })?,
+                        api_key_env: agent.settings.get("api_key_env").cloned(),
+                    },
+                    Some(other) => {
+                        return Err(format!(
+                            "roster/agents/{id}.toml: settings.endpoint = {other:?}; use ollama or openai"
+                        ));
+                    }
+                };
+                let max_requests = match agent.settings.get("max_requests") {
+                    None => 40,
+                    Some(s) => s.parse().map_err(|_| {
+                        format!(
+                            "roster/agents/{id}.toml: settings.max_requests = {s:?} is not a count"
+                        )
+                    })?,
+                };
+                AgentConfig::OpenAi(OpenAiConfig {
+                    endpoint,
+                    model: model()?,
+                    reasoning: reasoning(agent.settings.get("reasoning"), id)?,
+                    num_ctx: None,
+                    max_requests,
+                    price_per_mtok: None,
+                })
+            }
+            AgentKind::Claude => AgentConfig::Claude(ClaudeConfig {
+                program: cli("AGENTRANK_CLAUDE", "claude")?,
+                model: model()?,
+                home: home.clone(),
+                path: path.clone(),
+                extra_env: BTreeMap::new(),
+                grace: Duration::from_secs(5),
+            }),
+            AgentKind::Codex => AgentConfig::Codex(CodexConfig {
+                program: cli("AGENTRANK_CODEX", "codex")?,
+                model: model()?,
+                login_file: home.join(".codex/auth.json"),
+                home: home.clone(),
+                path: path.clone(),
+                reasoning_effort: agent.settings.get("reasoning_effort").cloned(),
+                extra_env: BTreeMap::new(),
+                grace: Duration::from_secs(5),
+            }),
+            AgentKind::Reference
+            | AgentKind::NoTools
+            | AgentKind::StubbedEmpty
+            | AgentKind::RandomArgs => unreachable!("built-in kinds return early"),
+        })
+    };
+    match agent.kind {
+        AgentKind::Reference
+        | AgentKind::NoTools
+        | AgentKind::StubbedEmpty
+        | AgentKind::RandomArgs => None,
+        _ => Some(build()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(kind: AgentKind, model: Option<&str>, settings: &[(&str, &str)]) -> RosterAgent {
+        RosterAgent {
+            id: "x".into(),
+            kind,
+            model: model.map(String::from),
+            program_version: None,
+            tool_output_limit: None,
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            description: None,
+        }
+    }
+
+    #[test]
+    fn minimal_loop_defaults_to_local_ollama_and_reads_its_settings() {
+        let env = OperatorEnv::new();
+        let c = adapter_config(
+            &agent(
+                AgentKind::MinimalLoop,
+                Some("qwen3:14b"),
+                &[("reasoning", "off")],
+            ),
+            &env,
+        )
+        .expect("external")
+        .expect("config");
+        let AgentConfig::OpenAi(c) = c else {
+            panic!("not the loop")
+        };
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Ollama {
+                base_url: "http://127.0.0.1:11434".into()
+            }
+        );
+        assert_eq!(c.reasoning, Reasoning::Off);
+        assert_eq!(c.model, "qwen3:14b");
+        let mut env = OperatorEnv::new();
+        env.insert(
+            "AGENTRANK_OPENAI_URL".into(),
+            "http://10.0.0.2:8000/v1".into(),
+        );
+        let c = adapter_config(
+            &agent(
+                AgentKind::MinimalLoop,
+                Some("m"),
+                &[("endpoint", "openai"), ("api_key_env", "KEY")],
+            ),
+            &env,
+        )
+        .expect("external")
+        .expect("config");
+        assert!(
+            matches!(c, AgentConfig::OpenAi(OpenAiConfig { endpoint: Endpoint::OpenAiChat { ref base_url, .. }, .. }) if base_url == "http://10.0.0.2:8000/v1")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_setting_or_variable() {
+        let env = OperatorEnv::new();
+        let e = adapter_config(&agent(AgentKind::MinimalLoop, None, &[]), &env)
+            .expect("external")
+            .expect_err("no model");
+        assert!(
+            e.contains("roster/agents/x.toml") && e.contains("model"),
+            "{e}"
+        );
+        let e = adapter_config(
+            &agent(AgentKind::MinimalLoop, Some("m"), &[("reasoning", "max")]),
+            &env,
+        )
+        .expect("external")
+        .expect_err("bad reasoning");
+        assert!(e.contains("settings.reasoning"), "{e}");
+        let e = adapter_config(
+            &agent(AgentKind::MinimalLoop, Some("m"), &[("endpoint", "openai")]),
+            &env,
+        )
+        .expect("external")
+        .expect_err("no url");
+        assert!(e.contains("AGENTRANK_OPENAI_URL"), "{e}");
+        let mut env = OperatorEnv::new();
+        env.insert("PATH".into(), "/nonexistent".into());
+        let e = adapter_config(&agent(AgentKind::Claude, Some("claude-x"), &[]), &env)
+            .expect("external")
+            .expect_err("no claude");
+        assert!(e.contains("AGENTRANK_CLAUDE"), "{e}");
+        assert!(adapter_config(&agent(AgentKind::Reference, None, &[]), &env).is_none());
+    }
+}

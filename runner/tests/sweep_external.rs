@@ -1,0 +1,236 @@
+//! An external agent in a real sweep: the minimal loop (Ollama's `/api/chat` wire format) drives the
+//! real `mcp-server-fetch` in the netns sandbox through the real `agentrank-run tap`, on the real
+//! fixture site, with its timeout budget calibrated first. No model can be downloaded here, so the
+//! endpoint is a small scripted model standing in for a recorded one: it fetches the first address in
+//! the task prompt with the first tool offered and answers with the first reference code the tool
+//! returned; with no tools attached it gives up.
+//!
+//! Needs the server installed (`cargo xtask test` does it) and root for the sandbox.
+
+use agentrank_runner::agents::SYSTEM_PROMPT;
+use agentrank_schema::OutcomeClass;
+use agentrank_schema::bundle::{read_bundle, verify_bundle};
+use agentrank_schema::tape::{TapeLine, read_tape};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+const SWEEP: &str = r#"
+sweep_id = "external-test"
+seed = 21
+agents = ["scripted"]
+attempts = "single"
+isolation = "netns"
+probes = false
+
+[[categories]]
+category = "web-fetch"
+servers = ["mcp-server-fetch"]
+tasks = ["wf-html-code", "wf-json-field"]
+"#;
+
+const AGENT: &str = r#"
+id = "scripted"
+kind = "minimal-loop"
+model = "scripted-model:1"
+tool_output_limit = 25000
+description = "A scripted stand-in for a local model, for the runner's tests."
+
+[settings]
+reasoning = "off"
+"#;
+
+/// The scripted model's Ollama `/api/chat` reply to one request.
+fn reply(req: &Value) -> Value {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let tools = req["tools"].as_array().cloned().unwrap_or_default();
+    let mut message = json!({"role": "assistant", "content": ""});
+    if last["role"] == "tool" {
+        let said = last["content"].as_str().unwrap_or("");
+        let code = said
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .find(|w| w.starts_with("AR-") && w.len() > 6)
+            .unwrap_or("none");
+        message["content"] = format!("Found it.\nANSWER: {code}").into();
+    } else if let Some(tool) = tools.first() {
+        let url = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .and_then(|c| c.split_whitespace().find(|w| w.starts_with("http")))
+            .unwrap_or("")
+            .trim_end_matches(['.', ',', '?'])
+            .to_string();
+        message["tool_calls"] = json!([{"function": {
+            "name": tool["function"]["name"],
+            "arguments": {"url": url},
+        }}]);
+    } else {
+        message["content"] = "No tools are attached.\nANSWER: FAILED - no tools".into();
+    }
+    json!({
+        "model": req["model"],
+        "created_at": "2026-11-30T05:00:00.000000Z",
+        "message": message,
+        "done": true,
+        "done_reason": "stop",
+        "prompt_eval_count": 900,
+        "eval_count": 20,
+    })
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("root");
+    let cache = std::env::var("AGENTRANK_CACHE")
+        .map(|c| Path::new(&c).join("agentrank"))
+        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let tmp = tempfile::tempdir().expect("tmp");
+    let roster = tmp.path().join("roster");
+    copy_dir(&root.join("roster"), &roster);
+    std::fs::write(roster.join("agents/scripted.toml"), AGENT).expect("agent");
+    let sweep = tmp.path().join("sweep.toml");
+    std::fs::write(&sweep, SWEEP).expect("sweep");
+
+    // The endpoint, on loopback: the agent runs beside the runner, only the server is sandboxed.
+    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+    let base = format!("http://{}", server.server_addr().to_ip().expect("ip"));
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (srv, log) = (server.clone(), seen.clone());
+    let thread = std::thread::spawn(move || {
+        while let Ok(mut rq) = srv.recv() {
+            let mut body = String::new();
+            let _ = rq.as_reader().read_to_string(&mut body);
+            let req: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            log.lock().expect("lock").push(req.clone());
+            let _ = rq.respond(tiny_http::Response::from_string(reply(&req).to_string()));
+        }
+    });
+
+    let out = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root)
+        .arg("sweep")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("--roster")
+        .arg(&roster)
+        .arg("--cache")
+        .arg(&cache)
+        .env("AGENTRANK_OLLAMA_URL", &base)
+        .output()
+        .expect("run sweep");
+    server.unblock();
+    let _ = thread.join();
+    assert!(
+        out.status.success(),
+        "sweep failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = Path::new(String::from_utf8_lossy(&out.stdout).trim()).to_path_buf();
+    assert!(verify_bundle(&dir).expect("verify").is_empty());
+    let b = read_bundle(&dir).expect("read");
+
+    // Every request carried the fixed system prompt; the model id is the pinned one.
+    let requests = seen.lock().expect("lock").clone();
+    assert!(!requests.is_empty(), "the endpoint was never called");
+    for r in &requests {
+        assert_eq!(r["messages"][0]["content"], SYSTEM_PROMPT);
+        assert_eq!(r["model"], "scripted-model:1");
+    }
+
+    let calibration: Vec<&str> = b
+        .tables
+        .controls
+        .iter()
+        .filter(|c| c.control_kind == "calibration")
+        .map(|c| c.attempt_id.as_str())
+        .collect();
+    assert_eq!(calibration.len(), 8, "the 8 calibration tasks ran first");
+    let budget = b.manifest.draft.timeout_budgets_s.get("scripted").copied();
+    assert!(
+        budget.is_some_and(|s| (180..=900).contains(&s)),
+        "{budget:?}"
+    );
+
+    let scored: Vec<_> = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| {
+            a.server_id == "mcp-server-fetch" && !calibration.contains(&a.attempt_id.as_str())
+        })
+        .filter(|a| !a.outcome.is_rerun_class())
+        .collect();
+    assert_eq!(scored.len(), 2, "{scored:#?}");
+    let cache_text = cache.display().to_string();
+    for a in &scored {
+        assert_eq!(a.model_id_reported.as_deref(), Some("scripted-model:1"));
+        assert!(a.tokens_in.is_some_and(|t| t > 0), "tokens recorded");
+        assert!(
+            a.server_tool_calls >= 1,
+            "{}: no call on the wire",
+            a.task_id
+        );
+        // The wire tape is the tap's: the call and the server's answer crossed it.
+        let wire = read_tape(&dir.join(&a.tape_mcp_path)).expect("wire tape");
+        let text = format!("{wire:?}");
+        assert!(text.contains("tools/call"), "{}: wire tape", a.task_id);
+        assert!(!text.contains(&cache_text), "a host path in the wire tape");
+        // The agent tape holds the loop's turns.
+        let agent = read_tape(&dir.join(&a.tape_agent_path)).expect("agent tape");
+        assert!(
+            agent
+                .iter()
+                .any(|l| matches!(l, TapeLine::Turn(t) if t.role == "assistant")),
+            "{}: agent turns",
+            a.task_id
+        );
+    }
+    let html = scored
+        .iter()
+        .find(|a| a.task_id == "wf-html-code")
+        .expect("html-code attempt");
+    assert_eq!(
+        html.outcome,
+        OutcomeClass::Pass,
+        "{} (answer {:?})",
+        html.outcome_reason,
+        html.answer_line
+    );
+
+    // The no-server control: the same agent with no server attached gives up, with no tools offered.
+    let controls: Vec<_> = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| a.server_id.is_empty())
+        .collect();
+    assert_eq!(controls.len(), 2);
+    for a in controls {
+        assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
+        assert_eq!(a.answer_line.as_deref(), Some("FAILED - no tools"));
+    }
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["tools"].as_array().is_none_or(Vec::is_empty)),
+        "a request without tools (the no-server control)"
+    );
+}
