@@ -29,7 +29,7 @@ fn role_of(control_kind: Option<&str>, agent: &str) -> Role {
     };
     match control_kind {
         Some("no-server") => Role::NoServerControl,
-        Some("reference" | "smoke") => Role::Reference,
+        Some("reference" | "smoke" | "construct-extension") => Role::Reference,
         Some(k) => NullModel::parse(k).map_or_else(by_agent, Role::Null),
         None => by_agent(),
     }
@@ -93,7 +93,12 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             rerun_index: u32::try_from(a.rerun_index.max(0)).unwrap_or(u32::MAX),
             outcome: a.outcome,
             role: role_of(control.get(a.attempt_id.as_str()).copied(), &a.agent_id),
-            batch: 0,
+            // A construct-gate extension attempt carries its batch (1-based) as its attempt index.
+            batch: if control.get(a.attempt_id.as_str()) == Some(&"construct-extension") {
+                u32::try_from(a.attempt_index.max(0)).unwrap_or(0)
+            } else {
+                0
+            },
             tool_calls: u32::try_from(a.server_tool_calls.max(0)).ok(),
             step_budget: budgets.get(&a.task_id).copied(),
             cost_usd: a.cost_usd,

@@ -211,6 +211,29 @@ pub fn make_plan(
                 }
             }
         }
+        // Construct-gate extension batches (Fitness Report): planned, run only when needed.
+        if sweep.construct_batches > 0
+            && sweep.agents.iter().any(|a| a == "reference")
+            && let Some(reference) = roster.category_reference(category)
+            && block.servers.contains(&reference.id)
+        {
+            for batch in 1..=sweep.construct_batches {
+                for task in tasks.iter().filter(|t| t.class == TaskClass::Core) {
+                    attempts.push(slot(
+                        sweep,
+                        SlotKind::ConstructExtension,
+                        category,
+                        &reference.id,
+                        &reference.package.version,
+                        "reference",
+                        "",
+                        &task.id,
+                        &task_version,
+                        batch,
+                    ));
+                }
+            }
+        }
         // Timeout calibration (Methodology §6.4): the category's calibration tasks on its reference
         // server, per agent, before any scored attempt. Null models need no budget of their own.
         if sweep.timeouts.calibration_attempts > 0 {
@@ -357,6 +380,7 @@ fn slot_id(
         SlotKind::NoServerControl => "control:",
         SlotKind::SafetyProbe => "probe:",
         SlotKind::Calibration => "calibration:",
+        SlotKind::ConstructExtension => "construct:",
     };
     AttemptKey {
         sweep_id: &sweep.sweep_id,
@@ -470,6 +494,21 @@ servers = ["dbhub", "server-postgres"]
         // Pure: the same inputs give the same plan.
         let again = make_plan(&sweep(2), &catalog, &roster).expect("plan");
         assert_eq!(plan.hash(), again.hash());
+        // Construct extension batches: the reference agent on the reference server, one attempt per
+        // core task per registered batch, the batch as the attempt index.
+        let ext: Vec<&PlannedAttempt> = plan
+            .attempts
+            .iter()
+            .filter(|s| s.kind == SlotKind::ConstructExtension)
+            .collect();
+        let core = file
+            .tasks
+            .iter()
+            .filter(|t| t.class == TaskClass::Core)
+            .count();
+        assert_eq!(ext.len(), core * 2, "two registered batches by default");
+        assert!(ext.iter().all(|s| s.agent_id == "reference" && s.server_id == reference.id));
+        assert!(ext.iter().all(|s| (1..=2).contains(&s.attempt_index)));
         // Off: no calibration slot.
         let off = make_plan(&sweep(0), &catalog, &roster).expect("plan");
         assert!(off.attempts.iter().all(|s| s.kind != SlotKind::Calibration));

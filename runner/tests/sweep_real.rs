@@ -141,6 +141,45 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         "the manifest says how the reference agent's budget was computed"
     );
 
+    // The construct gate's registered extension batches ran as far as the gate needed them: the
+    // analysis never finds a registered batch missing from a one-process sweep.
+    let extension: Vec<_> = b
+        .tables
+        .controls
+        .iter()
+        .filter(|c| c.control_kind == "construct-extension")
+        .collect();
+    for c in &extension {
+        assert_eq!(c.agent_id, "reference");
+        assert_eq!(c.server_id.as_ref(), reference.get(&c.category));
+    }
+    let input = agentrank_analyze::load::load_input(dir).expect("analysis input");
+    let analysis = agentrank_analyze::analyze(
+        &[input],
+        &agentrank_analyze::Config {
+            resamples: 200,
+            ..agentrank_analyze::Config::default()
+        },
+    )
+    .expect("analyse the demo bundle");
+    for (category, c) in &analysis.document.categories {
+        let construct = c
+            .gates
+            .iter()
+            .find(|g| g.gate == "construct")
+            .unwrap_or_else(|| panic!("{category}: no construct gate"));
+        assert_ne!(
+            construct.reason, "registered_extension_not_run",
+            "{category}: {construct:?}"
+        );
+        eprintln!(
+            "{category}: construct gate {} {} ({} extension attempts in the bundle)",
+            construct.outcome,
+            construct.reason,
+            extension.iter().filter(|e| &e.category == category).count()
+        );
+    }
+
     let mut report = String::new();
     for (category, server) in &reference {
         let rows: Vec<_> = b

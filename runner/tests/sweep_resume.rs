@@ -20,6 +20,8 @@ agents = ["reference", "random-args"]
 attempts = "single"
 isolation = "netns"
 probes = false
+# Construct extension batches need every shard's reference attempts: one-process sweeps only.
+construct_batches = 0
 
 [[categories]]
 category = "databases"

@@ -226,7 +226,8 @@ impl Table for VerifierResultRecord {
 pub struct ControlRecord {
     pub attempt_id: String,
     /// `no-server`, `null-no-tools`, `null-stubbed-empty`, `null-random-args`, `reference`, `smoke`,
-    /// `calibration` (Methodology §6.4: never scored; its duration fixes the agent's timeout budget).
+    /// `calibration` (Methodology §6.4: never scored; its duration fixes the agent's timeout budget),
+    /// `construct-extension` (a construct-gate extension attempt; its `attempt_index` is the batch).
     pub control_kind: String,
     pub category: String,
     pub agent_id: String,

@@ -145,6 +145,11 @@ pub struct SweepConfig {
     /// Run the no-server control on every task (default true).
     #[serde(default = "yes")]
     pub no_server_control: bool,
+    /// Construct-gate extension batches registered before the sweep (default 2, the analysis's
+    /// default registration): each is one more reference-agent attempt per core task on the category's
+    /// reference server, run only when the gate still resolves neither way.
+    #[serde(default = "default_construct_batches")]
+    pub construct_batches: u32,
     /// Run the safety and protocol probes (default true).
     #[serde(default = "yes")]
     pub probes: bool,
@@ -156,6 +161,9 @@ pub struct SweepConfig {
     pub notes: Vec<String>,
 }
 
+fn default_construct_batches() -> u32 {
+    2
+}
 fn default_rule() -> AttemptRule {
     AttemptRule::Adaptive
 }
@@ -191,6 +199,10 @@ pub enum SlotKind {
     /// A timeout-calibration attempt (Methodology §6.4): a calibration task on the category's
     /// reference server, run before any scored attempt to fix the agent's timeout budget; never scored.
     Calibration,
+    /// A construct-gate extension attempt (Fitness Report): the reference agent on the category's
+    /// reference server, one per core task per registered batch (`attempt_index` is the batch, 1-based),
+    /// run only while the gate resolves neither way.
+    ConstructExtension,
 }
 
 /// One attempt slot of the plan. Slots beyond the second of an adaptive cell run only when the first

@@ -201,7 +201,10 @@ enum Rendered {
 
 fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupError> {
     match slot.kind {
-        SlotKind::Scored | SlotKind::NoServerControl | SlotKind::Calibration => {
+        SlotKind::Scored
+        | SlotKind::NoServerControl
+        | SlotKind::Calibration
+        | SlotKind::ConstructExtension => {
             let spec = env.catalog.task(&slot.task_id).ok_or_else(|| {
                 setup(
                     &slot.attempt_id,
@@ -1343,6 +1346,23 @@ pub fn run_attempt(
                 detail: reason.clone(),
             });
         }
+    }
+    if slot.kind == SlotKind::ConstructExtension {
+        unit.controls.push(ControlRecord {
+            attempt_id: id.clone(),
+            control_kind: "construct-extension".into(),
+            category: slot.category.clone(),
+            agent_id: slot.agent_id.clone(),
+            server_id: Some(slot.server_id.clone()),
+            task_id: slot.task_id.clone(),
+            outcome,
+            passed: evaluation.passed,
+            consequence: None,
+            detail: format!(
+                "construct gate extension batch {} (registered before the sweep; run because the gate resolved neither way)",
+                slot.attempt_index
+            ),
+        });
     }
     if slot.kind == SlotKind::Calibration {
         unit.controls.push(ControlRecord {
