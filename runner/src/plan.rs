@@ -507,7 +507,10 @@ servers = ["dbhub", "server-postgres"]
             .filter(|t| t.class == TaskClass::Core)
             .count();
         assert_eq!(ext.len(), core * 2, "two registered batches by default");
-        assert!(ext.iter().all(|s| s.agent_id == "reference" && s.server_id == reference.id));
+        assert!(
+            ext.iter()
+                .all(|s| s.agent_id == "reference" && s.server_id == reference.id)
+        );
         assert!(ext.iter().all(|s| (1..=2).contains(&s.attempt_index)));
         // Off: no calibration slot.
         let off = make_plan(&sweep(0), &catalog, &roster).expect("plan");

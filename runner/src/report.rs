@@ -97,9 +97,27 @@ pub fn roster_rows(
     bundle_dir: &Path,
     installs: &BTreeMap<String, Result<(), String>>,
 ) -> Vec<RosterRow> {
+    // The scored attempts only: timeout-calibration and construct-extension attempts repeat tasks on
+    // the reference servers and would change the denominator ("one attempt each").
+    let repeats: std::collections::BTreeSet<&str> = bundle
+        .tables
+        .controls
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.control_kind.as_str(),
+                "calibration" | "construct-extension"
+            )
+        })
+        .map(|c| c.attempt_id.as_str())
+        .collect();
     let mut by_server: BTreeMap<&str, Vec<&AttemptRecord>> = BTreeMap::new();
     for a in &bundle.tables.attempts {
-        if a.agent_id == "reference" && a.class == "core" && !a.server_id.is_empty() {
+        if a.agent_id == "reference"
+            && a.class == "core"
+            && !a.server_id.is_empty()
+            && !repeats.contains(a.attempt_id.as_str())
+        {
             by_server.entry(a.server_id.as_str()).or_default().push(a);
         }
     }
@@ -285,6 +303,68 @@ mod tests {
         ];
         assert_eq!(cold_start_us(&failed), None);
         assert_eq!(cold_start_us(&[]), None);
+    }
+
+    /// The table counts the scored reference attempts: the repeats a sweep adds on reference servers
+    /// (timeout calibration, construct extension batches) are not "one attempt each".
+    #[test]
+    fn calibration_and_extension_repeats_are_not_counted() {
+        use agentrank_schema::OutcomeClass;
+        use agentrank_schema::records::ControlRecord;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let roster = Roster::load(&root.join("roster")).expect("roster");
+        let template = agentrank_schema::sample::sample_units("b", 1)
+            .remove(0)
+            .attempts
+            .remove(0);
+        let attempt = |id: &str, outcome| AttemptRecord {
+            attempt_id: id.into(),
+            agent_id: "reference".into(),
+            class: "core".into(),
+            server_id: "dbhub".into(),
+            outcome,
+            ..template.clone()
+        };
+        let control = |id: &str, kind: &str| ControlRecord {
+            attempt_id: id.into(),
+            control_kind: kind.into(),
+            category: "databases".into(),
+            agent_id: "reference".into(),
+            server_id: Some("dbhub".into()),
+            task_id: "db-count".into(),
+            outcome: OutcomeClass::Fail,
+            passed: false,
+            consequence: None,
+            detail: String::new(),
+        };
+        let bundle = LoadedBundle {
+            dir: std::env::temp_dir(),
+            manifest: agentrank_schema::manifest::Manifest {
+                schema_version: "1".into(),
+                draft: agentrank_schema::sample::sample_draft("b"),
+                tables: Vec::new(),
+                tape_count: 0,
+                catalog_snapshot: None,
+            },
+            tables: agentrank_schema::bundle::Tables {
+                attempts: vec![
+                    attempt("a1", OutcomeClass::Pass),
+                    attempt("a2", OutcomeClass::Fail),
+                    attempt("a3", OutcomeClass::Fail),
+                ],
+                controls: vec![
+                    control("a2", "calibration"),
+                    control("a3", "construct-extension"),
+                ],
+                ..Default::default()
+            },
+        };
+        let rows = roster_rows(&roster, &bundle, &std::env::temp_dir(), &BTreeMap::new());
+        let dbhub = rows
+            .iter()
+            .find(|r| r.server_id == "dbhub")
+            .expect("dbhub row");
+        assert_eq!((dbhub.passed, dbhub.attempted), (1, 1));
     }
 
     #[test]
