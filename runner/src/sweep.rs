@@ -323,22 +323,12 @@ fn freeze_budgets(plan: &Plan, staging: &Staging) -> Result<ManifestDraft, Sweep
         .iter()
         .filter(|s| s.kind == SlotKind::Calibration)
     {
-        for rerun in 0..=MAX_RERUNS {
-            let s = if rerun == 0 {
-                slot.clone()
-            } else {
-                rerun_slot(sweep, slot, rerun)
-            };
-            if !staging.is_staged(&s.attempt_id) {
-                continue;
-            }
-            for a in staging.read_unit(&s.attempt_id)?.attempts {
-                if !a.outcome.is_rerun_class() {
-                    durations
-                        .entry(slot.agent_id.as_str())
-                        .or_default()
-                        .push(a.duration_ms);
-                }
+        for a in staged_attempts(plan, staging, slot)? {
+            if !a.outcome.is_rerun_class() {
+                durations
+                    .entry(slot.agent_id.as_str())
+                    .or_default()
+                    .push(a.duration_ms);
             }
         }
     }

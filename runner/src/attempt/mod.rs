@@ -515,27 +515,9 @@ fn redact_tape_file(path: &Path, redactor: &crate::redact::HostRedactor) -> Resu
         return Ok(());
     }
     let lines = agentrank_schema::tape::read_tape(path).map_err(|e| e.to_string())?;
-    let redacted: Vec<TapeLine> = lines
-        .iter()
-        .map(|l| match l {
-            TapeLine::Meta(m) => TapeLine::Meta(redactor.apply_record(m)),
-            TapeLine::Message(m) => TapeLine::Message(redactor.apply_record(m)),
-            TapeLine::Turn(t) => TapeLine::Turn(redactor.apply_record(t)),
-            TapeLine::End(e) => TapeLine::End(e.clone()),
-            TapeLine::Unknown(v) => TapeLine::Unknown(redactor.apply_record(v)),
-        })
-        .collect();
-    if redacted == lines {
-        return Ok(());
-    }
-    write_tape_lines(
-        path,
-        "",
-        &redacted,
-        &crate::redact::HostRedactor::new(std::iter::empty()),
-    )
-    .map(|_| ())
-    .map_err(|e| e.to_string())
+    write_tape_lines(path, "", &lines, redactor)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Writes complete tape lines (a meta line first, an end line last when the run ended) and returns the
@@ -564,8 +546,11 @@ fn write_tape_lines(
             TapeLine::Message(m) => w
                 .write(&TapeLine::Message(redactor.apply_record(m)))
                 .map_err(|e| setup(attempt_id, e.to_string()))?,
-            other => w
-                .write(other)
+            TapeLine::Unknown(v) => w
+                .write(&TapeLine::Unknown(redactor.apply_record(v)))
+                .map_err(|e| setup(attempt_id, e.to_string()))?,
+            meta @ TapeLine::Meta(_) => w
+                .write(meta)
                 .map_err(|e| setup(attempt_id, e.to_string()))?,
         }
     }
@@ -1347,27 +1332,28 @@ pub fn run_attempt(
             });
         }
     }
-    if slot.kind == SlotKind::ConstructExtension {
-        unit.controls.push(ControlRecord {
-            attempt_id: id.clone(),
-            control_kind: "construct-extension".into(),
-            category: slot.category.clone(),
-            agent_id: slot.agent_id.clone(),
-            server_id: Some(slot.server_id.clone()),
-            task_id: slot.task_id.clone(),
-            outcome,
-            passed: evaluation.passed,
-            consequence: None,
-            detail: format!(
+    // The repeats a sweep adds on a reference server: control rows that keep them out of every score.
+    let repeat = match slot.kind {
+        SlotKind::ConstructExtension => Some((
+            "construct-extension",
+            format!(
                 "construct gate extension batch {} (registered before the sweep; run because the gate resolved neither way)",
                 slot.attempt_index
             ),
-        });
-    }
-    if slot.kind == SlotKind::Calibration {
+        )),
+        SlotKind::Calibration => Some((
+            "calibration",
+            format!(
+                "timeout calibration (Methodology §6.4): a calibration task on the category's reference server, run under the {} s upper bound before any scored attempt; its duration fixes the agent's budget; never scored",
+                limit.as_secs()
+            ),
+        )),
+        _ => None,
+    };
+    if let Some((kind, detail)) = repeat {
         unit.controls.push(ControlRecord {
             attempt_id: id.clone(),
-            control_kind: "calibration".into(),
+            control_kind: kind.into(),
             category: slot.category.clone(),
             agent_id: slot.agent_id.clone(),
             server_id: Some(slot.server_id.clone()),
@@ -1375,10 +1361,7 @@ pub fn run_attempt(
             outcome,
             passed: evaluation.passed,
             consequence: None,
-            detail: format!(
-                "timeout calibration (Methodology §6.4): a calibration task on the category's reference server, run under the {} s upper bound before any scored attempt; its duration fixes the agent's budget; never scored",
-                limit.as_secs()
-            ),
+            detail,
         });
     }
     if slot.kind == SlotKind::NoServerControl {
