@@ -52,6 +52,21 @@ fn fmt_cpu(cpu: Option<f64>) -> String {
     cpu.map_or_else(|| "n/a".to_string(), |c| format!("{c:.2} s"))
 }
 
+/// Where the benchmark writes: a temporary directory, or one the operator keeps.
+enum Kept {
+    Temp(tempfile::TempDir),
+    Dir(PathBuf),
+}
+
+impl Kept {
+    fn path(&self) -> &Path {
+        match self {
+            Kept::Temp(t) => t.path(),
+            Kept::Dir(d) => d,
+        }
+    }
+}
+
 /// A peer generator found on this machine: its binary and what it says its version is.
 struct Peer {
     name: &'static str,
@@ -208,215 +223,341 @@ fn prepare_peer(peer: &Peer, root: &Path, out: &Path, pages: usize, avg_page: us
     }
 }
 
-/// One row of the closing summary.
-struct Row {
-    name: String,
-    pages: usize,
+/// Wall and CPU seconds of one timed run.
+#[derive(Clone, Copy)]
+struct Sample {
     wall: f64,
     cpu: Option<f64>,
+}
+
+/// Minimum and median of a generator's runs (wall and CPU separately).
+struct Summary {
+    wall_min: f64,
+    wall_median: f64,
+    cpu_min: Option<f64>,
+    cpu_median: Option<f64>,
+}
+
+fn min_median(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[0], v[v.len() / 2])
+}
+
+fn summarise(samples: &[Sample]) -> Summary {
+    let (wall_min, wall_median) = min_median(samples.iter().map(|s| s.wall).collect());
+    let cpus: Option<Vec<f64>> = samples.iter().map(|s| s.cpu).collect();
+    let (cpu_min, cpu_median) = match cpus {
+        Some(c) if !c.is_empty() => {
+            let (a, b) = min_median(c);
+            (Some(a), Some(b))
+        }
+        _ => (None, None),
+    };
+    Summary {
+        wall_min,
+        wall_median,
+        cpu_min,
+        cpu_median,
+    }
+}
+
+/// Write `files` under `dir` with nothing else done: the machine's floor for this output.
+fn write_floor<'a>(dir: &Path, files: impl Iterator<Item = (&'a String, &'a Vec<u8>)>) -> f64 {
+    let t = Instant::now();
+    for (p, b) in files {
+        let path = dir.join(p);
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::write(path, b).expect("write");
+    }
+    secs(t)
+}
+
+/// One generator's row: its name, its runs, what it wrote.
+struct Gen {
+    name: String,
+    pages: usize,
     avg_page: usize,
+    samples: Vec<Sample>,
 }
 
 fn main() {
     let tmp = tempfile::tempdir().expect("tmp");
+    // AGENTRANK_BENCH_DIR keeps the synthesised bundle, its analysis and the last round's outputs.
+    let tmp = match std::env::var_os("AGENTRANK_BENCH_DIR") {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            std::fs::create_dir_all(&d).expect("bench dir");
+            Kept::Dir(d)
+        }
+        None => Kept::Temp(tmp),
+    };
+    // Every generator runs ROUNDS times (AGENTRANK_BENCH_RUNS, default 3), alternating, so all of them
+    // meet the same machine; the minimum is the figure least disturbed by other work on a shared
+    // machine, the median is printed beside it.
+    let rounds: usize = std::env::var("AGENTRANK_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
     let spec = support::Spec::full_size("bench-full");
     eprintln!("synthesising the full-size bundle (3 × 8 × 4 × 18 × 5 attempts)…");
     let t = Instant::now();
     let s = support::synthesise(&spec, tmp.path());
     eprintln!("  bundle written in {:.1} s", secs(t));
 
-    // AgentRank: load + build (render, redaction gate, link check) + write.
-    let cpu0 = cpu_times();
-    let t_all = Instant::now();
-    let t = Instant::now();
-    let input = SiteInput {
-        bundle: load::load_bundle(&s.bundle_dir).expect("bundle"),
-        history: vec![],
-        analysis: load::load_analysis(&s.analysis_dir).expect("analysis"),
-        content: content::builtin(),
-        base_url: None,
-    };
-    let load_s = secs(t);
-    let t = Instant::now();
-    let built = site::build(&input, &HostFacts::default()).expect("build");
-    let build_s = secs(t);
-    let t = Instant::now();
-    let out = tmp.path().join("site");
-    output::write_site(&built, &out).expect("write");
-    let write_s = secs(t);
-    let ours = secs(t_all);
-    let ours_cpu = match (cpu0, cpu_times()) {
-        (Some((a, _)), Some((b, _))) => Some(b - a),
-        _ => None,
-    };
-    drop(input);
-    let pages = built.pages;
-    let html_bytes: usize = built
-        .files
-        .iter()
-        .filter(|(p, _)| p.ends_with(".html"))
-        .map(|(_, b)| b.len())
-        .sum();
-    let avg_page = html_bytes / pages.max(1);
-    let files = built.files.len();
-    let total_bytes: usize = built.files.values().map(Vec::len).sum();
-    let (ours_html_written, _) = html_stats(&out);
-
-    // The floor: writing the same files, no work.
-    let t = Instant::now();
-    let floor_dir = tmp.path().join("floor");
-    for (p, b) in &built.files {
-        let path = floor_dir.join(p);
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d).expect("mkdir");
+    let peers: Vec<Peer> = [
+        ("hugo", "AGENTRANK_HUGO", &["version"][..]),
+        ("zola", "AGENTRANK_ZOLA", &["--version"][..]),
+    ]
+    .into_iter()
+    .filter_map(|(name, env, args)| match find_peer(name, env, args) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            println!("{name}: not found ({why}); no comparison");
+            None
         }
-        std::fs::write(path, b).expect("write");
-    }
-    let floor = secs(t);
-    let floor_pages = {
-        let t = Instant::now();
-        let d = tmp.path().join("floor-pages");
-        for (p, b) in built.files.iter().filter(|(p, _)| p.ends_with(".html")) {
-            let path = d.join(p);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).expect("mkdir");
-            }
-            std::fs::write(path, b).expect("write");
-        }
-        secs(t)
+    })
+    .collect();
+
+    let mut ours = Gen {
+        name: "AgentRank".into(),
+        pages: 0,
+        avg_page: 0,
+        samples: Vec::new(),
     };
-    drop(built);
-
-    println!("AgentRank site, full-size synthetic sweep");
-    println!(
-        "  pages {pages} ({ours_html_written} .html files on disk), files {files} ({:.1} MB), average page {avg_page} bytes",
-        total_bytes as f64 / 1e6
-    );
-    println!(
-        "  load {load_s:.2} s, build+gate {build_s:.2} s, write {write_s:.2} s, total {ours:.2} s wall, {} CPU",
-        fmt_cpu(ours_cpu)
-    );
-    println!(
-        "  per page: {:.3} ms (total) / {:.3} ms (build+write)",
-        ours * 1e3 / pages as f64,
-        (build_s + write_s) * 1e3 / pages as f64
-    );
-    println!(
-        "  writing the same {files} files alone: {floor:.2} s; the {pages} pages alone: {floor_pages:.2} s ({:.3} ms/page)",
-        floor_pages * 1e3 / pages as f64
-    );
-    println!(
-        "  ratio to the write floor: {:.2}× (all files), {:.2}× (build+write vs pages floor)",
-        ours / floor,
-        (build_s + write_s) / floor_pages.max(1e-9)
-    );
-    let mut rows = vec![
-        Row {
-            name: "AgentRank".into(),
-            pages,
-            wall: ours,
-            cpu: ours_cpu,
-            avg_page,
-        },
-        Row {
-            name: "write floor (pages)".into(),
-            pages,
-            wall: floor_pages,
-            cpu: None,
-            avg_page,
-        },
-    ];
-
-    // Hugo and Zola on the same number of pages of similar size.
-    let candidates: [(&'static str, &str, &[&str]); 2] = [
-        ("hugo", "AGENTRANK_HUGO", &["version"]),
-        ("zola", "AGENTRANK_ZOLA", &["--version"]),
-    ];
-    for (name, env, version_args) in candidates {
-        let peer = match find_peer(name, env, version_args) {
-            Ok(p) => p,
-            Err(why) => {
-                println!("{name}: not found ({why}); no comparison");
-                continue;
-            }
-        };
-        let root = tmp.path().join(format!("{name}-site"));
-        let public = root.join("public");
-        let mut cmd = prepare_peer(&peer, &root, &public, pages, avg_page);
+    let mut stages: Vec<(f64, f64, f64)> = Vec::new();
+    let mut floor_all = Vec::new();
+    let mut floor_pages = Vec::new();
+    let mut files_n = 0;
+    let mut total_bytes = 0;
+    let mut ours_html_written = 0;
+    let mut peer_gens: Vec<Gen> = Vec::new();
+    let mut peer_cmds: Vec<(PathBuf, Command)> = Vec::new();
+    for round in 0..rounds {
+        let last = round + 1 == rounds;
+        // AgentRank: load + build (render, redaction gate, link check) + write.
         let cpu0 = cpu_times();
+        let t_all = Instant::now();
         let t = Instant::now();
-        let o = cmd.output().expect("spawn peer");
-        let wall = secs(t);
+        let input = SiteInput {
+            bundle: load::load_bundle(&s.bundle_dir).expect("bundle"),
+            history: vec![],
+            analysis: load::load_analysis(&s.analysis_dir).expect("analysis"),
+            content: content::builtin(),
+            base_url: None,
+        };
+        let load_s = secs(t);
+        let t = Instant::now();
+        let built = site::build(&input, &HostFacts::default()).expect("build");
+        let build_s = secs(t);
+        let t = Instant::now();
+        let out = tmp.path().join("site");
+        output::write_site(&built, &out).expect("write");
+        let write_s = secs(t);
+        let wall = secs(t_all);
         let cpu = match (cpu0, cpu_times()) {
-            (Some((_, a)), Some((_, b))) => Some(b - a),
+            (Some((a, _)), Some((b, _))) => Some(b - a),
             _ => None,
         };
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        if !o.status.success() || !stderr.trim().is_empty() {
-            eprintln!(
-                "  {name} exit {:?}, stderr: {}",
-                o.status.code(),
-                stderr.lines().take(5).collect::<Vec<_>>().join(" / ")
+        drop(input);
+        ours.samples.push(Sample { wall, cpu });
+        stages.push((load_s, build_s, write_s));
+        let html_bytes: usize = built
+            .files
+            .iter()
+            .filter(|(p, _)| p.ends_with(".html"))
+            .map(|(_, b)| b.len())
+            .sum();
+        ours.pages = built.pages;
+        ours.avg_page = html_bytes / built.pages.max(1);
+        files_n = built.files.len();
+        total_bytes = built.files.values().map(Vec::len).sum();
+        ours_html_written = html_stats(&out).0;
+        println!(
+            "round {}/{rounds} AgentRank: load {load_s:.2} s, build+gate {build_s:.2} s, write {write_s:.2} s, total {wall:.2} s wall, {} CPU",
+            round + 1,
+            fmt_cpu(cpu)
+        );
+
+        // The floor: writing the same files, no work.
+        let floor_dir = tmp.path().join("floor");
+        floor_all.push(write_floor(&floor_dir, built.files.iter()));
+        let pages_dir = tmp.path().join("floor-pages");
+        floor_pages.push(write_floor(
+            &pages_dir,
+            built.files.iter().filter(|(p, _)| p.ends_with(".html")),
+        ));
+        println!(
+            "round {}/{rounds} write floor: all {files_n} files {:.2} s, the {} pages {:.2} s",
+            round + 1,
+            floor_all[round],
+            built.pages,
+            floor_pages[round]
+        );
+        let (pages, avg_page) = (ours.pages, ours.avg_page);
+        drop(built);
+
+        // Hugo and Zola on the same number of pages of similar size (inputs laid out once, untimed).
+        if round == 0 {
+            for peer in &peers {
+                let root = tmp.path().join(format!("{}-site", peer.name));
+                let public = root.join("public");
+                let cmd = prepare_peer(peer, &root, &public, pages, avg_page);
+                peer_cmds.push((public, cmd));
+                peer_gens.push(Gen {
+                    name: peer.name.to_string(),
+                    pages: 0,
+                    avg_page: 0,
+                    samples: Vec::new(),
+                });
+            }
+        }
+        for ((peer, (public, cmd)), row_of) in peers.iter().zip(&mut peer_cmds).zip(&mut peer_gens)
+        {
+            let _ = std::fs::remove_dir_all(&*public);
+            let cpu0 = cpu_times();
+            let t = Instant::now();
+            let o = cmd.output().expect("spawn peer");
+            let wall = secs(t);
+            let cpu = match (cpu0, cpu_times()) {
+                (Some((_, a)), Some((_, b))) => Some(b - a),
+                _ => None,
+            };
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            if !o.status.success() || (round == 0 && !stderr.trim().is_empty()) {
+                eprintln!(
+                    "  {} exit {:?}, stderr: {}",
+                    peer.name,
+                    o.status.code(),
+                    stderr.lines().take(5).collect::<Vec<_>>().join(" / ")
+                );
+            }
+            if !o.status.success() && !row_of.name.ends_with("(FAILED)") {
+                row_of.name.push_str(" (FAILED)");
+            }
+            let (written, bytes) = html_stats(public);
+            row_of.pages = written;
+            row_of.avg_page = bytes / written.max(1);
+            row_of.samples.push(Sample { wall, cpu });
+            println!(
+                "round {}/{rounds} {} ({}): {wall:.2} s wall, {} CPU, {written} .html files, average {} bytes",
+                round + 1,
+                peer.name,
+                peer.version,
+                fmt_cpu(cpu),
+                row_of.avg_page
             );
         }
-        let (written, bytes) = html_stats(&public);
-        let peer_avg = bytes / written.max(1);
-        println!("{name} ({}, {})", peer.version, peer.bin.display());
+        // Outputs of every round but the last are removed, untimed, so disk use stays bounded.
+        if !last {
+            for d in [out, floor_dir, pages_dir] {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+
+    let pages = ours.pages;
+    let o = summarise(&ours.samples);
+    let fa = min_median(floor_all.clone());
+    let fp = min_median(floor_pages.clone());
+    println!("AgentRank site, full-size synthetic sweep, {rounds} rounds");
+    println!(
+        "  pages {pages} ({ours_html_written} .html files on disk), files {files_n} ({:.1} MB), average page {} bytes",
+        total_bytes as f64 / 1e6,
+        ours.avg_page
+    );
+    let (lo, bu, wr) = stages
+        .iter()
+        .copied()
+        .min_by(|a, b| (a.0 + a.1 + a.2).total_cmp(&(b.0 + b.1 + b.2)))
+        .unwrap_or_default();
+    println!(
+        "  fastest round: load {lo:.2} s, build+gate {bu:.2} s, write {wr:.2} s; wall min {:.2} s median {:.2} s; CPU min {} median {}",
+        o.wall_min,
+        o.wall_median,
+        fmt_cpu(o.cpu_min),
+        fmt_cpu(o.cpu_median)
+    );
+    println!(
+        "  writing the same {files_n} files alone: min {:.2} s median {:.2} s; the {pages} pages alone: min {:.2} s median {:.2} s",
+        fa.0, fa.1, fp.0, fp.1
+    );
+    println!(
+        "  AgentRank / write floor of all its files: {:.2}× (min), {:.2}× (median)",
+        o.wall_min / fa.0,
+        o.wall_median / fa.1
+    );
+    for g in &peer_gens {
+        let p = summarise(&g.samples);
         println!(
-            "  {pages} pages in, {written} .html files out, average {peer_avg} bytes{}",
-            if o.status.success() { "" } else { " (FAILED)" }
-        );
-        println!(
-            "  {wall:.2} s wall, {} CPU; {:.3} ms/page wall",
-            fmt_cpu(cpu),
-            wall * 1e3 / pages as f64
-        );
-        println!(
-            "  AgentRank vs {name}: {:.2}× {} wall (build+write alone {:.2}× the {name} time){}",
-            if ours < wall {
-                wall / ours
-            } else {
-                ours / wall
-            },
-            if ours < wall { "faster" } else { "slower" },
-            (build_s + write_s) / wall,
-            match (ours_cpu, cpu) {
-                (Some(a), Some(b)) if b > 0.0 => format!(", CPU {:.2}× the {name} CPU", a / b),
+            "  AgentRank vs {}: {:.2}× faster wall (min), {:.2}× (median); {} per page {:.3} ms vs ours {:.3} ms (min){}",
+            g.name,
+            p.wall_min / o.wall_min,
+            p.wall_median / o.wall_median,
+            g.name,
+            p.wall_min * 1e3 / g.pages.max(1) as f64,
+            o.wall_min * 1e3 / pages.max(1) as f64,
+            match (o.cpu_min, p.cpu_min) {
+                (Some(a), Some(b)) if b > 0.0 => format!("; CPU {:.2}× the {} CPU", a / b, g.name),
                 _ => String::new(),
             }
         );
-        println!(
-            "  {name} vs the write floor: {:.2}× the pages-only write time",
-            wall / floor_pages.max(1e-9)
-        );
-        rows.push(Row {
-            name: format!(
-                "{name}{}",
-                if o.status.success() { "" } else { " (FAILED)" }
-            ),
-            pages: written,
-            wall,
-            cpu,
-            avg_page: peer_avg,
-        });
     }
-
-    println!("summary ({pages} pages each; ratio = time / AgentRank time)");
     println!(
-        "  {:<22} {:>7} {:>9} {:>9} {:>9} {:>10} {:>7}",
-        "generator", "pages", "wall s", "ms/page", "CPU s", "page B", "ratio"
+        "summary ({pages} pages each; {rounds} rounds; ratio = generator's time / AgentRank's time, min over rounds)"
     );
-    for r in &rows {
+    println!(
+        "  {:<22} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7}",
+        "generator", "pages", "wall min", "wall med", "ms/page", "CPU min", "page B", "ratio"
+    );
+    let row = |name: &str, pages_n: usize, wmin: f64, wmed: f64, cpu: Option<f64>, avg: usize| {
         println!(
-            "  {:<22} {:>7} {:>9.2} {:>9.3} {:>9} {:>10} {:>7.2}",
-            r.name,
-            r.pages,
-            r.wall,
-            r.wall * 1e3 / pages as f64,
-            r.cpu
-                .map_or_else(|| "n/a".to_string(), |c| format!("{c:.2}")),
-            r.avg_page,
-            r.wall / ours
+            "  {:<22} {:>7} {:>9.2} {:>9.2} {:>9.3} {:>9} {:>10} {:>7.2}",
+            name,
+            pages_n,
+            wmin,
+            wmed,
+            wmin * 1e3 / pages_n.max(1) as f64,
+            cpu.map_or_else(|| "n/a".to_string(), |c| format!("{c:.2}")),
+            avg,
+            wmin / o.wall_min
+        );
+    };
+    row(
+        "AgentRank",
+        pages,
+        o.wall_min,
+        o.wall_median,
+        o.cpu_min,
+        ours.avg_page,
+    );
+    row(
+        "write floor (all files)",
+        pages,
+        fa.0,
+        fa.1,
+        None,
+        ours.avg_page,
+    );
+    row(
+        "write floor (pages)",
+        pages,
+        fp.0,
+        fp.1,
+        None,
+        ours.avg_page,
+    );
+    for g in &peer_gens {
+        let p = summarise(&g.samples);
+        row(
+            &g.name,
+            g.pages,
+            p.wall_min,
+            p.wall_median,
+            p.cpu_min,
+            g.avg_page,
         );
     }
 }

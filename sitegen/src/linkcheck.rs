@@ -3,6 +3,7 @@
 //! root-absolute `/x` link would break the site under a sub-path or from `file://`). A broken link
 //! fails the build. Pure: it reads the pages from memory.
 
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -45,14 +46,17 @@ impl fmt::Display for BrokenLink {
 /// Attribute values of `name="…"` in generated HTML (the generator always double-quotes attributes).
 fn attr_values<'a>(html: &'a str, name: &str) -> Vec<&'a str> {
     let needle = format!(" {name}=\"");
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let bytes = html.as_bytes();
     let mut out = Vec::new();
-    let mut rest = html;
-    while let Some(i) = rest.find(&needle) {
-        let after = &rest[i + needle.len()..];
-        match after.find('"') {
-            Some(end) => {
-                out.push(&after[..end]);
-                rest = &after[end..];
+    let mut at = 0;
+    while let Some(i) = finder.find(&bytes[at..]) {
+        let start = at + i + needle.len();
+        match memchr::memchr(b'"', &bytes[start..]) {
+            Some(len) => {
+                // Both ends are ASCII quotes, so the slice is on character boundaries.
+                out.push(&html[start..start + len]);
+                at = start + len;
             }
             None => break,
         }
@@ -94,7 +98,7 @@ fn resolve(page: &str, link: &str) -> Option<String> {
 /// The ids defined on each HTML page.
 pub fn collect_ids(pages: &BTreeMap<String, String>) -> BTreeMap<&str, BTreeSet<&str>> {
     pages
-        .iter()
+        .par_iter()
         .map(|(path, html)| {
             (
                 path.as_str(),
@@ -107,63 +111,75 @@ pub fn collect_ids(pages: &BTreeMap<String, String>) -> BTreeMap<&str, BTreeSet<
 /// Check every link on every HTML page against the pages and the other files of the site.
 pub fn check(pages: &BTreeMap<String, String>, other_files: &BTreeSet<String>) -> Vec<BrokenLink> {
     let ids = collect_ids(pages);
+    let mut broken: Vec<BrokenLink> = pages
+        .par_iter()
+        .flat_map_iter(|(page, html)| page_problems(page, html, &ids, other_files))
+        .collect();
+    broken.sort();
+    broken
+}
+
+/// The broken links of one page.
+fn page_problems(
+    page: &str,
+    html: &str,
+    ids: &BTreeMap<&str, BTreeSet<&str>>,
+    other_files: &BTreeSet<String>,
+) -> Vec<BrokenLink> {
     let mut broken = Vec::new();
-    for (page, html) in pages {
-        let mut links = attr_values(html, "href");
-        links.extend(attr_values(html, "src"));
-        for raw in links {
-            let link = unescape(raw);
-            let lower = link.to_ascii_lowercase();
-            let problem = if lower.starts_with("https://")
-                || lower.starts_with("http://")
-                || lower.starts_with("mailto:")
-            {
-                None
-            } else if lower.contains(':')
-                && !lower.starts_with('#')
-                && lower.split('/').next().is_some_and(|s| s.contains(':'))
-            {
-                Some(Problem::ForbiddenScheme)
-            } else if link.starts_with('/') {
-                Some(Problem::NotRelative)
+    let mut links = attr_values(html, "href");
+    links.extend(attr_values(html, "src"));
+    for raw in links {
+        let link = unescape(raw);
+        let lower = link.to_ascii_lowercase();
+        let problem = if lower.starts_with("https://")
+            || lower.starts_with("http://")
+            || lower.starts_with("mailto:")
+        {
+            None
+        } else if lower.contains(':')
+            && !lower.starts_with('#')
+            && lower.split('/').next().is_some_and(|s| s.contains(':'))
+        {
+            Some(Problem::ForbiddenScheme)
+        } else if link.starts_with('/') {
+            Some(Problem::NotRelative)
+        } else {
+            let (file, frag) = match link.split_once('#') {
+                Some((f, fr)) => (f, Some(fr)),
+                None => (link.as_str(), None),
+            };
+            let target = if file.is_empty() {
+                Some(page.to_string())
             } else {
-                let (file, frag) = match link.split_once('#') {
-                    Some((f, fr)) => (f, Some(fr)),
-                    None => (link.as_str(), None),
-                };
-                let target = if file.is_empty() {
-                    Some(page.clone())
-                } else {
-                    resolve(page, file)
-                };
-                match target {
-                    None => Some(Problem::EscapesRoot),
-                    Some(t) => {
-                        if let Some(page_ids) = ids.get(t.as_str()) {
-                            match frag {
-                                Some(fr) if !fr.is_empty() && !page_ids.contains(fr) => {
-                                    Some(Problem::MissingFragment(t, fr.to_string()))
-                                }
-                                _ => None,
+                resolve(page, file)
+            };
+            match target {
+                None => Some(Problem::EscapesRoot),
+                Some(t) => {
+                    if let Some(page_ids) = ids.get(t.as_str()) {
+                        match frag {
+                            Some(fr) if !fr.is_empty() && !page_ids.contains(fr) => {
+                                Some(Problem::MissingFragment(t, fr.to_string()))
                             }
-                        } else if other_files.contains(&t) {
-                            None
-                        } else {
-                            Some(Problem::MissingTarget(t))
+                            _ => None,
                         }
+                    } else if other_files.contains(&t) {
+                        None
+                    } else {
+                        Some(Problem::MissingTarget(t))
                     }
                 }
-            };
-            if let Some(problem) = problem {
-                broken.push(BrokenLink {
-                    page: page.clone(),
-                    link,
-                    problem,
-                });
             }
+        };
+        if let Some(problem) = problem {
+            broken.push(BrokenLink {
+                page: page.to_string(),
+                link,
+                problem,
+            });
         }
     }
-    broken.sort();
     broken
 }
 

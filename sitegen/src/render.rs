@@ -4,6 +4,7 @@
 
 use crate::pages::PageModel;
 use minijinja::{AutoEscape, Environment, Output, State, UndefinedBehavior, Value, context};
+use std::fmt;
 
 /// Every template, by name, embedded from `templates/`.
 pub const TEMPLATES: &[(&str, &str)] = &[
@@ -65,16 +66,29 @@ impl TemplateError {
 /// Escape text for HTML: `&`, `<`, `>`, `"` and `'` (enough for element content and double- or
 /// single-quoted attribute values; `/` is left alone so links stay readable).
 pub fn escape_html(s: &str, out: &mut String) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+    // `fmt::Write` for `String` cannot fail.
+    let _ = write_escaped(s, out);
+}
+
+/// [`escape_html`] into any writer: runs of ordinary bytes are copied whole, only the five special
+/// bytes (all ASCII, so never inside a multi-byte character) are replaced.
+fn write_escaped(s: &str, out: &mut impl fmt::Write) -> fmt::Result {
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        let entity = match b {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            b'\'' => "&#39;",
+            _ => continue,
+        };
+        out.write_str(&s[from..i])?;
+        out.write_str(entity)?;
+        from = i + 1;
     }
+    out.write_str(&s[from..])
 }
 
 /// The formatter: strings not marked safe are escaped with [`escape_html`] in HTML templates;
@@ -88,10 +102,7 @@ fn format_value(
         && !value.is_safe()
         && let Some(s) = value.as_str()
     {
-        let mut buf = String::with_capacity(s.len() + 16);
-        escape_html(s, &mut buf);
-        return out
-            .write_str(&buf)
+        return write_escaped(s, out)
             .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, e.to_string()));
     }
     minijinja::escape_formatter(out, state, value)

@@ -5,6 +5,7 @@
 
 use agentrank_schema::tape::{Dir, TapeLine};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
 
@@ -62,13 +63,23 @@ pub enum TapeError {
     Utf8(usize),
 }
 
+thread_local! {
+    /// One decompression context per thread, reused by every tape the thread decodes (a context costs
+    /// more to create and release than a small tape costs to decode).
+    static DCTX: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+}
+
 /// Decompress a zstd tape into its JSONL text.
 pub fn decompress(bytes: &[u8]) -> Result<String, TapeError> {
     let mut out = Vec::with_capacity(bytes.len() * 4);
-    zstd::stream::read::Decoder::new(bytes)
-        .map_err(TapeError::Zstd)?
-        .read_to_end(&mut out)
-        .map_err(TapeError::Zstd)?;
+    DCTX.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let ctx = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+        // `with_context` resets the context's session, so nothing of an earlier tape carries over.
+        let decoder = zstd::stream::raw::Decoder::with_context(ctx);
+        zstd::stream::zio::Reader::new(bytes, decoder).read_to_end(&mut out)
+    })
+    .map_err(TapeError::Zstd)?;
     String::from_utf8(out).map_err(|e| TapeError::Utf8(e.utf8_error().valid_up_to()))
 }
 
@@ -316,5 +327,29 @@ not json
         assert_eq!(n, 1);
         assert!(!out.contains("code"));
         assert_eq!(parse(Plane::Agent, &out).events.len(), 2);
+    }
+
+    #[test]
+    fn a_broken_tape_fails_alone_and_the_reused_context_decodes_the_next() {
+        let z = compress(WIRE).expect("compress");
+        // Cut mid-frame: the thread's context is left inside a frame.
+        assert!(matches!(
+            decompress(&z[..z.len() / 2]),
+            Err(TapeError::Zstd(_))
+        ));
+        assert!(matches!(
+            decompress(b"not zstd at all"),
+            Err(TapeError::Zstd(_))
+        ));
+        assert_eq!(decompress(&z).expect("after errors"), WIRE);
+        let two = [z.clone(), compress(AGENT).expect("compress")].concat();
+        assert_eq!(
+            decompress(&two).expect("two frames"),
+            format!("{WIRE}{AGENT}")
+        );
+        assert!(matches!(
+            decompress(&zstd::stream::encode_all(&[0xffu8, 0xfe][..], 3).expect("z")),
+            Err(TapeError::Utf8(0))
+        ));
     }
 }

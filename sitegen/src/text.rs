@@ -13,10 +13,7 @@ fn is_format_control(c: char) -> bool {
 
 /// Replace format and control characters (except newline and tab) with visible markers.
 pub fn visible(s: &str) -> String {
-    if !s
-        .chars()
-        .any(|c| is_format_control(c) || (c.is_control() && c != '\n' && c != '\t'))
-    {
+    if !needs_markers(s) {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 16);
@@ -28,6 +25,17 @@ pub fn visible(s: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `s` holds a character [`visible`] replaces. Printable ASCII, newline and tab are settled
+/// byte by byte; only text with other bytes is looked at character by character.
+fn needs_markers(s: &str) -> bool {
+    let plain = |b: &u8| (0x20..0x7f).contains(b) || *b == b'\n' || *b == b'\t';
+    if s.as_bytes().iter().all(plain) {
+        return false;
+    }
+    s.chars()
+        .any(|c| is_format_control(c) || (c.is_control() && c != '\n' && c != '\t'))
 }
 
 /// Text clipped for display to at most `max` bytes (on a character boundary), with whether it was
