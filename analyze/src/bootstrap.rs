@@ -274,6 +274,8 @@ struct MovingCell {
     n_thr: u32,
     /// Offset of the cell's rate table (`m + 1` entries) in [`FlatDesign::rates`].
     base: u32,
+    /// The cell's guide table in [`FlatDesign::guide`].
+    guide: u32,
 }
 
 /// A cell whose rate is fixed (all PASS, all FAIL, or no attempts).
@@ -298,7 +300,9 @@ struct Rate {
 /// `moving[moving_start[t]..moving_start[t + 1]]`, its fixed cells likewise. Every moving cell has a guide
 /// table of [`GUIDE_LEN`] entries (Chen & Asau's cutpoints: entry `b` counts the thresholds at most
 /// `b · 2^56`), so inverting the CDF for a uniform `x` reads the entry of `x`'s top byte, and compares
-/// with thresholds only when one lies inside that bucket.
+/// with thresholds only when one lies inside that bucket. The thresholds and the guide depend only on
+/// the cell's `(m, passes)`, so cells that share them share one copy: a few hundred bytes that stay in
+/// the first-level cache however many cells there are.
 struct FlatDesign {
     moving: Vec<MovingCell>,
     moving_start: Vec<usize>,
@@ -325,6 +329,27 @@ fn distinct_rates<'a>(designs: impl IntoIterator<Item = &'a Design>) -> Vec<f64>
     rates.sort_by(f64::total_cmp);
     rates.dedup();
     rates
+}
+
+/// The guide table of one cell's thresholds (a nondecreasing CDF scaled to `2^64`).
+fn guide_table(thr: &[u64]) -> [u8; GUIDE_LEN] {
+    debug_assert!(thr.is_sorted(), "a CDF is nondecreasing");
+    let mut guide = [0u8; GUIDE_LEN];
+    let mut below = 0;
+    for (b, g) in guide.iter_mut().enumerate() {
+        let start = (b as u64) << (64 - GUIDE_BITS);
+        let end = start | (u64::MAX >> GUIDE_BITS);
+        while below < thr.len() && thr[below] <= start {
+            below += 1;
+        }
+        let within = below < thr.len() && thr[below] <= end;
+        *g = if within || below > usize::from(GUIDE_COUNT) {
+            below.min(usize::from(GUIDE_COUNT)) as u8 | GUIDE_REFINE
+        } else {
+            below as u8
+        };
+    }
+    guide
 }
 
 /// Flatten the board rows `rows` (all rows if `None`) of `design`.
@@ -354,6 +379,9 @@ fn flatten(
         rates: Vec::new(),
     };
     let mut table_of: Vec<(usize, u32)> = Vec::new();
+    // Every distinct CDF so far: (guide index, threshold offset), and its length by guide index.
+    let mut cdf_of: Vec<(u32, u32)> = Vec::new();
+    let mut cdf_len: Vec<usize> = Vec::new();
     for t in 0..t_n {
         for &(row, agent, cells) in &board {
             let c = &cells[t];
@@ -384,34 +412,32 @@ fn flatten(
                 });
                 continue;
             }
-            debug_assert!(c.thresholds.is_sorted(), "a CDF is nondecreasing");
-            let mut guide = [0u8; GUIDE_LEN];
             let thr = &c.thresholds;
-            let mut below = 0;
-            for (b, g) in guide.iter_mut().enumerate() {
-                let start = (b as u64) << (64 - GUIDE_BITS);
-                let end = start | (u64::MAX >> GUIDE_BITS);
-                while below < thr.len() && thr[below] <= start {
-                    below += 1;
+            let shared = cdf_of.iter().find(|&&(g, off)| {
+                flat.thresholds.get(off as usize..off as usize + thr.len()) == Some(thr.as_slice())
+                    && cdf_len[g as usize] == thr.len()
+            });
+            let (guide_at, thr_at) = match shared {
+                Some(&at) => at,
+                None => {
+                    let at = (flat.guide.len() as u32, flat.thresholds.len() as u32);
+                    flat.guide.push(guide_table(thr));
+                    cdf_len.push(thr.len());
+                    flat.thresholds.extend_from_slice(thr);
+                    cdf_of.push(at);
+                    at
                 }
-                let within = below < thr.len() && thr[below] <= end;
-                *g = if within || below > usize::from(GUIDE_COUNT) {
-                    below.min(usize::from(GUIDE_COUNT)) as u8 | GUIDE_REFINE
-                } else {
-                    below as u8
-                };
-            }
-            flat.guide.push(guide);
+            };
             flat.moving.push(MovingCell {
                 key: c.key,
                 row: row as u32,
                 ids_at: (row * t_n) as u32,
                 hist_at: agent.saturating_mul(distinct.len() as u32),
-                thr: flat.thresholds.len() as u32,
+                thr: thr_at,
                 n_thr: c.thresholds.len() as u32,
                 base: table,
+                guide: guide_at,
             });
-            flat.thresholds.extend_from_slice(&c.thresholds);
         }
         flat.moving_start.push(flat.moving.len());
         flat.fixed_start.push(flat.fixed.len());
@@ -673,21 +699,24 @@ fn fill<const IDS: bool, const HIST: bool>(
     ids: &mut [u32],
     hist: &mut [u32],
 ) {
-    let (thresholds, rates) = (flat.thresholds.as_slice(), flat.rates.as_slice());
+    let (thresholds, rates, guides) = (
+        flat.thresholds.as_slice(),
+        flat.rates.as_slice(),
+        flat.guide.as_slice(),
+    );
     for d in drawn {
         let keys = &sorted_keys[d.first..d.first + d.copies];
         let moving = flat.moving_start[d.task]..flat.moving_start[d.task + 1];
-        let cells = &flat.moving[moving.clone()];
-        let guides = &flat.guide[moving];
+        let cells = &flat.moving[moving];
         for (q, &ck) in keys.iter().enumerate() {
             let position = d.first + q;
-            for (c, guide) in cells.iter().zip(guides) {
+            for c in cells {
                 // The copy key and the cell key are independent 64-bit hashes; their XOR seeds the copy's
                 // stream for this cell. The number of passes among m draws with replacement is
                 // Binomial(m, k/m), drawn by inversion from one uniform: the number of thresholds at
                 // most `x`, read from the guide entry of its top byte and refined only near a threshold.
                 let x = Stream::new(ck ^ c.key).next_u64();
-                let g = guide[(x >> (64 - GUIDE_BITS)) as usize];
+                let g = guides[c.guide as usize][(x >> (64 - GUIDE_BITS)) as usize];
                 let mut k = u32::from(g & GUIDE_COUNT);
                 if g & GUIDE_REFINE != 0 {
                     while k < c.n_thr && thresholds[(c.thr + k) as usize] <= x {
