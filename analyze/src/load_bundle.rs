@@ -15,6 +15,9 @@ use agentrank_schema::roster::{AgentConfig, AgentKind, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// The probe id of a tool-definition token measurement row in a bundle's `probes` table.
+pub const TOOL_DEFINITION_TOKENS: &str = "tool-definition-tokens";
+
 /// The role of a bundle row: its control row's kind when it has one, else its agent. The runner's
 /// built-in agents (`reference` and the three null models, whose names no roster agent may take) are
 /// never scored: the reference agent feeds the construct gate and reachability, the null models the
@@ -226,6 +229,24 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
                 .insert(p.probe_id.clone(), p.result.clone());
         }
     }
+    // Tool-definition tokens (Methodology §7): measurement rows of one agent on one server, the input
+    // tokens of a one-word prompt with the server attached minus the same prompt without it. A row
+    // whose observed value is not a whole number is not a measurement and is left out.
+    let mut tool_definition_tokens: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    for p in &t.probes {
+        if p.probe_id == TOOL_DEFINITION_TOKENS
+            && let Some(agent) = &p.agent_id
+            && let Some(tokens) = p
+                .observed
+                .as_deref()
+                .and_then(|o| o.trim().parse::<i64>().ok())
+        {
+            tool_definition_tokens.insert(
+                (p.category.clone(), agent.clone(), p.server_id.clone()),
+                tokens,
+            );
+        }
+    }
     Input {
         label: draft.bundle_id.clone(),
         kind: "bundle".into(),
@@ -236,7 +257,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
         reference_servers,
         smoke_tasks: default_smoke_tasks(),
         low_sample_agents,
-        tool_definition_tokens: BTreeMap::new(),
+        tool_definition_tokens,
         safety,
         structural: Structural {
             lock_complete: Some(problems.is_empty()),

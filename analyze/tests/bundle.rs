@@ -7,7 +7,7 @@ use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze, load};
 use agentrank_schema::bundle::{Staging, write_atomic};
 use agentrank_schema::ids::sha256_hex;
-use agentrank_schema::records::{ControlRecord, StagedUnit};
+use agentrank_schema::records::{ControlRecord, ProbeRecord, StagedUnit};
 use agentrank_schema::sample::{sample_draft, sample_tapes, sample_units};
 use agentrank_schema::tape::{Plane, encode_tape, tape_path};
 
@@ -276,4 +276,93 @@ fn built_in_agents_are_baselines_not_boards() {
         .find(|g| g.gate == "surface")
         .expect("surface gate");
     assert_eq!(surface.status, "PASSED", "{surface:?}");
+}
+
+#[test]
+fn tool_definition_tokens_come_from_measurement_rows() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bundle_id = "tokens-test";
+    let staging = Staging::create(tmp.path(), &sample_draft(bundle_id)).expect("staging");
+    let template = sample_units(bundle_id, 1).remove(0);
+    let mut i = 0;
+    for server in ["srv-a", "srv-b", "srv-c"] {
+        for t in 0..10 {
+            let id = format!("k{i:020}");
+            let mut rec = template.attempts[0].clone();
+            rec.attempt_id = id.clone();
+            rec.category = "databases".into();
+            rec.server_id = server.into();
+            rec.agent_id = "claude".into();
+            rec.task_id = format!("db-t{t:02}");
+            rec.class = "core".into();
+            rec.capability = "query".into();
+            rec.attempt_index = 0;
+            rec.outcome = agentrank_schema::OutcomeClass::Pass;
+            rec.excluded = false;
+            rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
+            rec.tape_agent_path = tape_path(&id, Plane::Agent);
+            write_tapes(&staging, &id, i, &mut rec);
+            let mut unit = StagedUnit {
+                unit_id: id.clone(),
+                attempts: vec![rec],
+                ..Default::default()
+            };
+            if t == 0 {
+                // srv-a measured, srv-b's row is not a number, srv-c has none; a protocol row of
+                // another id on srv-c must not be read as one.
+                let observed = match server {
+                    "srv-a" => Some("1834".to_string()),
+                    "srv-b" => Some("about 2k".to_string()),
+                    _ => Some("4096".to_string()),
+                };
+                unit.probes.push(ProbeRecord {
+                    probe_id: if server == "srv-c" {
+                        "tool-definition-size".into()
+                    } else {
+                        agentrank_analyze::load_bundle::TOOL_DEFINITION_TOKENS.into()
+                    },
+                    probe_kind: "measurement".into(),
+                    category: "databases".into(),
+                    server_id: server.into(),
+                    agent_id: (server != "srv-c").then(|| "claude".to_string()),
+                    attempt_id: Some(id.clone()),
+                    result: "not_applicable".into(),
+                    observed,
+                    detail: "one-word prompt, first turn".into(),
+                });
+            }
+            staging.stage(&unit).expect("stage");
+            i += 1;
+        }
+    }
+    let sealed = staging.seal(None).expect("seal");
+    let loaded = load::load_input(&sealed).expect("load bundle");
+    assert_eq!(
+        loaded.tool_definition_tokens.len(),
+        1,
+        "{:?}",
+        loaded.tool_definition_tokens
+    );
+    let a = analyze(
+        &[loaded],
+        &Config {
+            resamples: 100,
+            ..Config::default()
+        },
+    )
+    .expect("analysis");
+    let tokens = |server: &str| {
+        a.attributes
+            .iter()
+            .find(|r| r.agent == "claude" && r.server == server)
+            .unwrap_or_else(|| panic!("no attribute row for {server}"))
+            .tool_definition_tokens
+    };
+    assert_eq!(tokens("srv-a"), Some(1834));
+    assert_eq!(
+        tokens("srv-b"),
+        None,
+        "a row that is not a number is not a measurement"
+    );
+    assert_eq!(tokens("srv-c"), None);
 }

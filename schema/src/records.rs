@@ -267,7 +267,7 @@ impl Table for ControlRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRecord {
     pub probe_id: String,
-    /// `safety` or `protocol`.
+    /// `safety`, `protocol` or `measurement` (see BUNDLE-FORMAT.md).
     pub probe_kind: String,
     pub category: String,
     pub server_id: String,
