@@ -776,3 +776,97 @@ fn ollama_loop_with_a_real_fetch_server() {
     assert_eq!(wire_calls(&wire), 1);
     assert_eq!(class_of(&run, "gpt-oss:20b", true).0, OutcomeClass::Pass);
 }
+
+/// What the endpoint's stand-in tokenizer counts for one request body (see `model_reply`).
+fn counted(req: &Value) -> u64 {
+    let chars: usize = req["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().map(|v| v.to_string().len()).sum())
+        + req["tools"]
+            .as_array()
+            .map_or(0, |t| t.iter().map(|v| v.to_string().len()).sum());
+    (chars / 4) as u64
+}
+
+#[test]
+fn tool_definition_tokens_are_the_first_turn_with_tools_minus_without() {
+    let tools = vec![json!({
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    })];
+    for openai_chat in [false, true] {
+        let ep = serve(Mode::Model);
+        let config = OpenAiConfig {
+            endpoint: if openai_chat {
+                Endpoint::OpenAiChat {
+                    base_url: format!("{}/v1", ep.base),
+                    api_key_env: None,
+                }
+            } else {
+                Endpoint::Ollama {
+                    base_url: ep.base.clone(),
+                }
+            },
+            model: "qwen3:8b".into(),
+            reasoning: Reasoning::Off,
+            num_ctx: None,
+            max_requests: 20,
+            price_per_mtok: None,
+        };
+        let counts = support::runtime()
+            .block_on(openai::definition_tokens(
+                &config,
+                SYSTEM_PROMPT,
+                &tools,
+                150,
+                Duration::from_secs(10),
+            ))
+            .expect("measured");
+        let reqs = ep.requests.lock().expect("lock").clone();
+        assert_eq!(reqs.len(), 2, "two first turns, nothing else");
+        for (_, _, body) in &reqs {
+            assert_eq!(body["messages"][0]["content"], SYSTEM_PROMPT);
+            assert_eq!(body["messages"][1]["content"], openai::TOKEN_PROMPT);
+            assert_eq!(body["messages"].as_array().map(Vec::len), Some(2));
+        }
+        assert_eq!(reqs[0].2["tools"].as_array().map(Vec::len), Some(1));
+        assert!(reqs[1].2["tools"].as_array().is_none_or(Vec::is_empty));
+        assert_eq!(counts.with_tools, counted(&reqs[0].2));
+        assert_eq!(counts.without_tools, counted(&reqs[1].2));
+        assert!(counts.tokens() > 0, "{counts:?}");
+    }
+    // A rate limit, or a reply without token counts, is no measurement, and says why.
+    let ep = serve(Mode::Status(429, recorded("openai_rate_limit.json")));
+    let AgentConfig::OpenAi(config) = ollama(&ep.base, "qwen3:8b", Reasoning::Off) else {
+        unreachable!()
+    };
+    let err = support::runtime()
+        .block_on(openai::definition_tokens(
+            &config,
+            SYSTEM_PROMPT,
+            &tools,
+            150,
+            Duration::from_secs(10),
+        ))
+        .expect_err("rate limited");
+    assert!(err.contains("429"), "{err}");
+    let ep = serve(Mode::Status(
+        200,
+        json!({"model": "qwen3:8b", "message": {"role": "assistant", "content": "Hi"}, "done": true})
+            .to_string(),
+    ));
+    let AgentConfig::OpenAi(config) = ollama(&ep.base, "qwen3:8b", Reasoning::Off) else {
+        unreachable!()
+    };
+    let err = support::runtime()
+        .block_on(openai::definition_tokens(
+            &config,
+            SYSTEM_PROMPT,
+            &tools,
+            150,
+            Duration::from_secs(10),
+        ))
+        .expect_err("no counts");
+    assert!(err.contains("reported no input tokens"), "{err}");
+}

@@ -76,9 +76,16 @@ fn reply(req: &Value) -> Value {
         "message": message,
         "done": true,
         "done_reason": "stop",
-        "prompt_eval_count": 900,
+        "prompt_eval_count": prompt_tokens(req),
         "eval_count": 20,
     })
+}
+
+/// The scripted model's input token count: a crude stand-in tokenizer, one token per 4 bytes of the
+/// messages and tools it was sent (so offering tools costs tokens, as it does with a real model).
+fn prompt_tokens(req: &Value) -> u64 {
+    (req["messages"].to_string().len() + req.get("tools").map_or(0, |t| t.to_string().len())) as u64
+        / 4
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -213,6 +220,66 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
         "{} (answer {:?})",
         html.outcome_reason,
         html.answer_line
+    );
+
+    // Tool-definition tokens (Methodology §7): one first turn on the one-word prompt with the server's
+    // tools offered and one without, before the first smoke attempt; the row holds their difference.
+    let hello: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["messages"][1]["content"] == "Hello")
+        .collect();
+    assert_eq!(hello.len(), 2, "two measurement requests: {hello:#?}");
+    assert!(
+        hello
+            .iter()
+            .all(|r| r["messages"].as_array().map(Vec::len) == Some(2))
+    );
+    let with = hello
+        .iter()
+        .find(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .expect("a request with the tools");
+    let without = hello
+        .iter()
+        .find(|r| r["tools"].as_array().is_none_or(Vec::is_empty))
+        .expect("a request without them");
+    let expected = prompt_tokens(with) as i64 - prompt_tokens(without) as i64;
+    assert!(expected > 0);
+    let rows: Vec<_> = b
+        .tables
+        .probes
+        .iter()
+        .filter(|p| p.probe_id == "tool-definition-tokens")
+        .collect();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let row = rows[0];
+    assert_eq!(
+        (
+            row.probe_kind.as_str(),
+            row.agent_id.as_deref(),
+            row.server_id.as_str()
+        ),
+        ("measurement", Some("scripted"), "mcp-server-fetch")
+    );
+    assert_eq!(
+        row.observed.as_deref(),
+        Some(expected.to_string().as_str()),
+        "{}",
+        row.detail
+    );
+    let smoke = scored
+        .iter()
+        .find(|a| a.task_id == "wf-html-code")
+        .expect("smoke");
+    assert_eq!(row.attempt_id.as_deref(), Some(smoke.attempt_id.as_str()));
+    // The analysis reads it into the cell's attribute.
+    let loaded = agentrank_analyze::load::load_input(&dir).expect("load for analysis");
+    assert_eq!(
+        loaded.tool_definition_tokens.get(&(
+            "web-fetch".to_string(),
+            "scripted".to_string(),
+            "mcp-server-fetch".to_string()
+        )),
+        Some(&expected)
     );
 
     // The no-server control: the same agent with no server attached gives up, with no tools offered.

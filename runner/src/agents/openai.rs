@@ -9,6 +9,10 @@
 //! 32,768: [`context_window`]); a prompt that did not fit ([`truncation`]) is a HARNESS_ERROR signal.
 //! HTTP 429 is a rate limit; any other API failure (an Ollama crash, a refused connection) is an agent
 //! error. Request bodies, reply parsing and these verdicts are pure; HTTP and MCP are the edge.
+//!
+//! [`definition_tokens`] measures a server's tool-definition tokens for this agent (Methodology §7): the
+//! input tokens the endpoint reports for a first turn on a one-word prompt with the server's tools
+//! offered, minus the same turn without them.
 
 use std::time::{Duration, Instant};
 
@@ -409,11 +413,9 @@ fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
-/// Runs the minimal loop on one task.
-pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, AgentError> {
-    let started = Instant::now();
-    let deadline = tokio::time::Instant::now() + task.limit;
-    let (url, api_key) = match &config.endpoint {
+/// The chat URL of the endpoint and the API key the runner's environment holds for it.
+fn endpoint_url(config: &OpenAiConfig) -> Result<(String, Option<String>), AgentError> {
+    Ok(match &config.endpoint {
         Endpoint::Ollama { base_url } => {
             (format!("{}/api/chat", base_url.trim_end_matches('/')), None)
         }
@@ -432,7 +434,88 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
                 key,
             )
         }
-    };
+    })
+}
+
+/// The context window sent to Ollama for a server with `definition_chars` of tool definitions.
+fn num_ctx_for(config: &OpenAiConfig, definition_chars: u64) -> Option<u32> {
+    match &config.endpoint {
+        Endpoint::Ollama { .. } => Some(
+            config
+                .num_ctx
+                .unwrap_or_else(|| context_window(definition_chars)),
+        ),
+        Endpoint::OpenAiChat { .. } => config.num_ctx,
+    }
+}
+
+/// The fixed one-word prompt of the tool-definition token measurement (Methodology §7).
+pub const TOKEN_PROMPT: &str = "Hello";
+
+/// Input tokens the endpoint reported for the first turn on [`TOKEN_PROMPT`], with the server's tools
+/// offered and without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefinitionTokens {
+    pub with_tools: u64,
+    pub without_tools: u64,
+}
+
+impl DefinitionTokens {
+    /// The tool-definition tokens: the difference (negative only if the endpoint counts oddly).
+    pub fn tokens(self) -> i64 {
+        i64::try_from(self.with_tools).unwrap_or(i64::MAX)
+            - i64::try_from(self.without_tools).unwrap_or(i64::MAX)
+    }
+}
+
+/// Measures tool-definition tokens (Methodology §7) for the minimal loop: two first-turn requests on
+/// [`TOKEN_PROMPT`] under the fixed system prompt, one offering `tools` (the server's MCP definitions,
+/// as the loop offers them) and one offering none, each a fresh conversation (nothing cached). No tool
+/// is ever called, so the server's world is untouched. An error names what failed.
+pub async fn definition_tokens(
+    config: &OpenAiConfig,
+    system_prompt: &str,
+    tools: &[Value],
+    definition_chars: u64,
+    limit: Duration,
+) -> Result<DefinitionTokens, String> {
+    let (url, api_key) = endpoint_url(config).map_err(|e| e.to_string())?;
+    let offered = function_tools(tools);
+    let num_ctx = num_ctx_for(config, definition_chars);
+    let messages = [
+        json!({"role": "system", "content": system_prompt}),
+        json!({"role": "user", "content": TOKEN_PROMPT}),
+    ];
+    let mut counts = [0u64; 2];
+    for (count, tools) in counts.iter_mut().zip([offered.as_slice(), &[]]) {
+        let body = request_body(config, &messages, tools, num_ctx).to_string();
+        let (u, k) = (url.clone(), api_key.clone());
+        let (status, text) =
+            tokio::task::spawn_blocking(move || post_json(&u, &body, k.as_deref(), limit))
+                .await
+                .map_err(|e| format!("HTTP task failed: {e}"))?
+                .map_err(|e| format!("cannot reach the endpoint {url}: {e}"))?;
+        let value = match judge_http(status, &text) {
+            HttpVerdict::Ok(v) => v,
+            HttpVerdict::RateLimited(s)
+            | HttpVerdict::ContextOverflow(s)
+            | HttpVerdict::ApiError(s) => return Err(s),
+        };
+        *count = parse_reply(&config.endpoint, &value, 0)?
+            .prompt_tokens
+            .ok_or_else(|| format!("{url} reported no input tokens"))?;
+    }
+    Ok(DefinitionTokens {
+        with_tools: counts[0],
+        without_tools: counts[1],
+    })
+}
+
+/// Runs the minimal loop on one task.
+pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, AgentError> {
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + task.limit;
+    let (url, api_key) = endpoint_url(config)?;
     let now = || micros(started.elapsed());
     let mut turns = Vec::new();
     let mut signals = AgentSignals::default();
@@ -488,14 +571,7 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             Err(_) => signals.timed_out = true,
         }
     }
-    let num_ctx = match &config.endpoint {
-        Endpoint::Ollama { .. } => Some(
-            config
-                .num_ctx
-                .unwrap_or_else(|| context_window(definition_chars)),
-        ),
-        Endpoint::OpenAiChat { .. } => config.num_ctx,
-    };
+    let num_ctx = num_ctx_for(config, definition_chars);
 
     let mut messages = vec![
         json!({"role": "system", "content": task.system_prompt}),

@@ -508,6 +508,76 @@ fn run_external(
     run
 }
 
+/// The tool-definition token measurement (Methodology §7) of an external agent on a server: a
+/// `measurement` row of the probes table (see BUNDLE-FORMAT.md). The server, started in the attempt's
+/// sandbox, is asked for its tools (as the protocol probes do, so its world is untouched); the minimal
+/// loop's endpoint is then asked for the first turn on the one-word prompt with those tools and without
+/// them, and the difference of the input tokens it reports is the figure. The agent CLIs cannot be asked
+/// for a first turn alone (they run the whole turn, tool calls included, which could change the world
+/// the attempt then runs in), so their row says they were not measured.
+fn definition_token_row(
+    rt: &tokio::runtime::Runtime,
+    config: &crate::agents::AgentConfig,
+    server: &ResolvedLaunch,
+    limit: Duration,
+    id: &str,
+    slot: &PlannedAttempt,
+) -> ProbeRecord {
+    let row = |result: &str, observed: Option<String>, detail: String| ProbeRecord {
+        probe_id: "tool-definition-tokens".into(),
+        probe_kind: "measurement".into(),
+        category: slot.category.clone(),
+        server_id: slot.server_id.clone(),
+        agent_id: Some(slot.agent_id.clone()),
+        attempt_id: Some(id.to_string()),
+        result: result.into(),
+        observed,
+        detail,
+    };
+    let crate::agents::AgentConfig::OpenAi(loop_config) = config else {
+        return row(
+            "could_not_check",
+            None,
+            "not measured: an agent CLI cannot be run for its first turn alone".into(),
+        );
+    };
+    let measured = rt.block_on(async {
+        let options = ClientOptions {
+            init_timeout: limit,
+            request_timeout: Duration::from_secs(60).min(limit),
+            ..ClientOptions::default()
+        };
+        let session = McpSession::start(server, None, &format!("{id}.tokens"), options)
+            .await
+            .map_err(|e| format!("the server did not start: {e}"))?;
+        let listing = session.list_tools().await;
+        let _ = session.close().await;
+        let listing = listing.map_err(|e| format!("tools/list failed: {e}"))?;
+        let counts = crate::agents::openai::definition_tokens(
+            loop_config,
+            crate::agents::SYSTEM_PROMPT,
+            &listing.tools,
+            listing.definition_chars,
+            limit,
+        )
+        .await?;
+        Ok::<_, String>((counts, listing.tools.len()))
+    });
+    match measured {
+        Ok((counts, tools)) => row(
+            "not_applicable",
+            Some(counts.tokens().to_string()),
+            format!(
+                "input tokens of the first turn on the one-word prompt {:?}: {} with the server's {tools} tools offered, {} without (as the endpoint reported them)",
+                crate::agents::openai::TOKEN_PROMPT,
+                counts.with_tools,
+                counts.without_tools
+            ),
+        ),
+        Err(e) => row("could_not_check", None, format!("not measured: {e}")),
+    }
+}
+
 /// Rewrites a tape written by another process (the tap) with host paths replaced, as every staged
 /// tape is.
 fn redact_tape_file(path: &Path, redactor: &crate::redact::HostRedactor) -> Result<(), String> {
@@ -862,6 +932,22 @@ pub fn run_attempt(
                                     );
                                 }
                                 if let Some(config) = &external {
+                                    // Tool-definition tokens ride on the agent's first attempt of the
+                                    // category's first smoke task, before it (nothing is called).
+                                    let first_smoke = env
+                                        .catalog
+                                        .category(instance.category)
+                                        .and_then(|f| f.smoke.first())
+                                        .is_some_and(|t| *t == instance.task_id);
+                                    if slot.kind == SlotKind::Scored
+                                        && slot.attempt_index == 0
+                                        && rerun_index == 0
+                                        && first_smoke
+                                    {
+                                        protocol_rows.push(definition_token_row(
+                                            rt, config, &wrapped, limit, &id, slot,
+                                        ));
+                                    }
                                     let tap = tap_launch(&wrapped, &mcp_tape, &id)
                                         .map_err(|e| setup(&id, e))?;
                                     match run_external(
