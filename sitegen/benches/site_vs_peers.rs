@@ -534,7 +534,7 @@ fn main() {
         ours.avg_page,
     );
     row(
-        "write floor (all files)",
+        "write floor (files)",
         pages,
         fa.0,
         fa.1,
