@@ -379,9 +379,8 @@ fn flatten(
         rates: Vec::new(),
     };
     let mut table_of: Vec<(usize, u32)> = Vec::new();
-    // Every distinct CDF so far: (guide index, threshold offset), and its length by guide index.
-    let mut cdf_of: Vec<(u32, u32)> = Vec::new();
-    let mut cdf_len: Vec<usize> = Vec::new();
+    // Every distinct CDF so far: (guide index, threshold offset, number of thresholds).
+    let mut cdfs: Vec<(u32, u32, usize)> = Vec::new();
     for t in 0..t_n {
         for &(row, agent, cells) in &board {
             let c = &cells[t];
@@ -413,18 +412,16 @@ fn flatten(
                 continue;
             }
             let thr = &c.thresholds;
-            let shared = cdf_of.iter().find(|&&(g, off)| {
-                flat.thresholds.get(off as usize..off as usize + thr.len()) == Some(thr.as_slice())
-                    && cdf_len[g as usize] == thr.len()
+            let shared = cdfs.iter().find(|&&(_, off, n)| {
+                n == thr.len() && flat.thresholds[off as usize..off as usize + n] == thr[..]
             });
             let (guide_at, thr_at) = match shared {
-                Some(&at) => at,
+                Some(&(g, off, _)) => (g, off),
                 None => {
                     let at = (flat.guide.len() as u32, flat.thresholds.len() as u32);
                     flat.guide.push(guide_table(thr));
-                    cdf_len.push(thr.len());
                     flat.thresholds.extend_from_slice(thr);
-                    cdf_of.push(at);
+                    cdfs.push((at.0, at.1, thr.len()));
                     at
                 }
             };

@@ -11,12 +11,10 @@ use crate::input::{
 };
 use crate::load::LoadError;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
 use agentrank_schema::roster::{AgentConfig, AgentKind, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// The probe id of a tool-definition token measurement row in a bundle's `probes` table.
-pub const TOOL_DEFINITION_TOKENS: &str = "tool-definition-tokens";
 
 /// The role of a bundle row: its control row's kind when it has one, else its agent. The runner's
 /// built-in agents (`reference` and the three null models, whose names no roster agent may take) are
@@ -234,7 +232,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
     // whose observed value is not a whole number is not a measurement and is left out.
     let mut tool_definition_tokens: BTreeMap<(String, String, String), i64> = BTreeMap::new();
     for p in &t.probes {
-        if p.probe_id == TOOL_DEFINITION_TOKENS
+        if p.probe_id == TOOL_DEFINITION_TOKENS_PROBE
             && let Some(agent) = &p.agent_id
             && let Some(tokens) = p
                 .observed

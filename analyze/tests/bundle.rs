@@ -28,6 +28,44 @@ fn write_tapes(
     }
 }
 
+/// A databases core attempt (`db-t{task:02}`) of `agent` on `server` from the sample template, its
+/// sample tapes written into the staging.
+fn core_attempt(
+    staging: &Staging,
+    template: &agentrank_schema::records::AttemptRecord,
+    (i, id): (usize, &str),
+    (agent, server, task): (&str, &str, usize),
+    outcome: agentrank_schema::OutcomeClass,
+) -> agentrank_schema::records::AttemptRecord {
+    let mut rec = template.clone();
+    rec.attempt_id = id.to_string();
+    rec.category = "databases".into();
+    rec.server_id = server.into();
+    rec.agent_id = agent.into();
+    rec.task_id = format!("db-t{task:02}");
+    rec.class = "core".into();
+    rec.capability = "query".into();
+    rec.attempt_index = 0;
+    rec.outcome = outcome;
+    rec.excluded = false;
+    rec.tape_mcp_path = tape_path(id, Plane::Mcp);
+    rec.tape_agent_path = tape_path(id, Plane::Agent);
+    write_tapes(staging, id, i, &mut rec);
+    rec
+}
+
+/// The analysis of one loaded bundle with 100 resamples (enough for what these tests check).
+fn analyze_quickly(loaded: agentrank_analyze::input::Input) -> agentrank_analyze::Analysis {
+    analyze(
+        &[loaded],
+        &Config {
+            resamples: 100,
+            ..Config::default()
+        },
+    )
+    .expect("analysis")
+}
+
 #[test]
 fn sealed_bundle_loads_and_is_analysed() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -116,14 +154,7 @@ fn sealed_bundle_loads_and_is_analysed() {
             .any(|p| p.contains("srv-0-01"))
     );
 
-    let a = analyze(
-        &[loaded],
-        &Config {
-            resamples: 100,
-            ..Config::default()
-        },
-    )
-    .expect("analysis");
+    let a = analyze_quickly(loaded);
     assert!(a.completion.iter().all(|r| r.status == "REFUSED"));
     let first = &a.document.categories["databases"].refusals;
     assert!(first.iter().any(|r| r.reason == "lock_manifest_incomplete"));
@@ -199,25 +230,19 @@ fn built_in_agents_are_baselines_not_boards() {
         for server in ["srv-a", "srv-b"] {
             for t in 0..10 {
                 let id = format!("b{i:020}");
-                let mut rec = template.attempts[0].clone();
-                rec.attempt_id = id.clone();
-                rec.category = "databases".into();
-                rec.server_id = server.into();
-                rec.agent_id = agent.into();
-                rec.task_id = format!("db-t{t:02}");
-                rec.class = "core".into();
-                rec.capability = "query".into();
-                rec.attempt_index = 0;
                 // The reference agent misses one task on srv-b; the null models pass nothing.
-                rec.outcome = if agent == "reference" && !(server == "srv-b" && t == 3) {
+                let outcome = if agent == "reference" && !(server == "srv-b" && t == 3) {
                     agentrank_schema::OutcomeClass::Pass
                 } else {
                     agentrank_schema::OutcomeClass::Fail
                 };
-                rec.excluded = false;
-                rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
-                rec.tape_agent_path = tape_path(&id, Plane::Agent);
-                write_tapes(&staging, &id, i, &mut rec);
+                let rec = core_attempt(
+                    &staging,
+                    &template.attempts[0],
+                    (i, &id),
+                    (agent, server, t),
+                    outcome,
+                );
                 staging
                     .stage(&StagedUnit {
                         unit_id: id,
@@ -240,14 +265,7 @@ fn built_in_agents_are_baselines_not_boards() {
         };
         assert_eq!(a.role, want, "{}", a.agent);
     }
-    let a = analyze(
-        &[loaded],
-        &Config {
-            resamples: 100,
-            ..Config::default()
-        },
-    )
-    .expect("analysis");
+    let a = analyze_quickly(loaded);
     let cat = &a.document.categories["databases"];
     assert!(cat.completion.is_empty(), "a built-in agent got a board");
     assert!(a.completion.is_empty());
@@ -288,20 +306,13 @@ fn tool_definition_tokens_come_from_measurement_rows() {
     for server in ["srv-a", "srv-b", "srv-c"] {
         for t in 0..10 {
             let id = format!("k{i:020}");
-            let mut rec = template.attempts[0].clone();
-            rec.attempt_id = id.clone();
-            rec.category = "databases".into();
-            rec.server_id = server.into();
-            rec.agent_id = "claude".into();
-            rec.task_id = format!("db-t{t:02}");
-            rec.class = "core".into();
-            rec.capability = "query".into();
-            rec.attempt_index = 0;
-            rec.outcome = agentrank_schema::OutcomeClass::Pass;
-            rec.excluded = false;
-            rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
-            rec.tape_agent_path = tape_path(&id, Plane::Agent);
-            write_tapes(&staging, &id, i, &mut rec);
+            let rec = core_attempt(
+                &staging,
+                &template.attempts[0],
+                (i, &id),
+                ("claude", server, t),
+                agentrank_schema::OutcomeClass::Pass,
+            );
             let mut unit = StagedUnit {
                 unit_id: id.clone(),
                 attempts: vec![rec],
@@ -319,7 +330,7 @@ fn tool_definition_tokens_come_from_measurement_rows() {
                     probe_id: if server == "srv-c" {
                         "tool-definition-size".into()
                     } else {
-                        agentrank_analyze::load_bundle::TOOL_DEFINITION_TOKENS.into()
+                        agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE.into()
                     },
                     probe_kind: "measurement".into(),
                     category: "databases".into(),
@@ -343,14 +354,7 @@ fn tool_definition_tokens_come_from_measurement_rows() {
         "{:?}",
         loaded.tool_definition_tokens
     );
-    let a = analyze(
-        &[loaded],
-        &Config {
-            resamples: 100,
-            ..Config::default()
-        },
-    )
-    .expect("analysis");
+    let a = analyze_quickly(loaded);
     let tokens = |server: &str| {
         a.attributes
             .iter()

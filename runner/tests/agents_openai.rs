@@ -73,15 +73,13 @@ fn model_reply(path: &str, req: &Value, mode: &Mode, turn: usize) -> Value {
         Mode::ReportModel(m) => m.clone(),
         _ => req["model"].as_str().unwrap_or("").to_string(),
     };
-    let prompt_chars: usize = messages.iter().map(|m| m.to_string().len()).sum::<usize>()
-        + tools.iter().map(|t| t.to_string().len()).sum::<usize>();
     let num_ctx = req
         .pointer("/options/num_ctx")
         .and_then(Value::as_u64)
         .unwrap_or(8192);
     let prompt_tokens = match mode {
         Mode::FullWindow => num_ctx,
-        _ => ((prompt_chars / 4) as u64).min(num_ctx),
+        _ => counted(req).min(num_ctx),
     };
     let (content, call): (String, Option<(String, Value)>) = if last["role"] == "tool" {
         let said = last["content"].as_str().unwrap_or("");
@@ -777,7 +775,7 @@ fn ollama_loop_with_a_real_fetch_server() {
     assert_eq!(class_of(&run, "gpt-oss:20b", true).0, OutcomeClass::Pass);
 }
 
-/// What the endpoint's stand-in tokenizer counts for one request body (see `model_reply`).
+/// The endpoint's stand-in tokenizer: one input token per 4 bytes of the messages and tools sent.
 fn counted(req: &Value) -> u64 {
     let chars: usize = req["messages"]
         .as_array()
@@ -795,34 +793,29 @@ fn tool_definition_tokens_are_the_first_turn_with_tools_minus_without() {
         "description": "Echo the text back.",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     })];
+    let measure = |config: &OpenAiConfig| {
+        support::runtime().block_on(openai::definition_tokens(
+            config,
+            SYSTEM_PROMPT,
+            &tools,
+            150,
+            Duration::from_secs(10),
+        ))
+    };
+    let ollama_loop = |base: &str| match ollama(base, "qwen3:8b", Reasoning::Off) {
+        AgentConfig::OpenAi(c) => c,
+        _ => unreachable!(),
+    };
     for openai_chat in [false, true] {
         let ep = serve(Mode::Model);
-        let config = OpenAiConfig {
-            endpoint: if openai_chat {
-                Endpoint::OpenAiChat {
-                    base_url: format!("{}/v1", ep.base),
-                    api_key_env: None,
-                }
-            } else {
-                Endpoint::Ollama {
-                    base_url: ep.base.clone(),
-                }
-            },
-            model: "qwen3:8b".into(),
-            reasoning: Reasoning::Off,
-            num_ctx: None,
-            max_requests: 20,
-            price_per_mtok: None,
-        };
-        let counts = support::runtime()
-            .block_on(openai::definition_tokens(
-                &config,
-                SYSTEM_PROMPT,
-                &tools,
-                150,
-                Duration::from_secs(10),
-            ))
-            .expect("measured");
+        let mut config = ollama_loop(&ep.base);
+        if openai_chat {
+            config.endpoint = Endpoint::OpenAiChat {
+                base_url: format!("{}/v1", ep.base),
+                api_key_env: None,
+            };
+        }
+        let counts = measure(&config).expect("measured");
         let reqs = ep.requests.lock().expect("lock").clone();
         assert_eq!(reqs.len(), 2, "two first turns, nothing else");
         for (_, _, body) in &reqs {
@@ -838,35 +831,13 @@ fn tool_definition_tokens_are_the_first_turn_with_tools_minus_without() {
     }
     // A rate limit, or a reply without token counts, is no measurement, and says why.
     let ep = serve(Mode::Status(429, recorded("openai_rate_limit.json")));
-    let AgentConfig::OpenAi(config) = ollama(&ep.base, "qwen3:8b", Reasoning::Off) else {
-        unreachable!()
-    };
-    let err = support::runtime()
-        .block_on(openai::definition_tokens(
-            &config,
-            SYSTEM_PROMPT,
-            &tools,
-            150,
-            Duration::from_secs(10),
-        ))
-        .expect_err("rate limited");
+    let err = measure(&ollama_loop(&ep.base)).expect_err("rate limited");
     assert!(err.contains("429"), "{err}");
     let ep = serve(Mode::Status(
         200,
         json!({"model": "qwen3:8b", "message": {"role": "assistant", "content": "Hi"}, "done": true})
             .to_string(),
     ));
-    let AgentConfig::OpenAi(config) = ollama(&ep.base, "qwen3:8b", Reasoning::Off) else {
-        unreachable!()
-    };
-    let err = support::runtime()
-        .block_on(openai::definition_tokens(
-            &config,
-            SYSTEM_PROMPT,
-            &tools,
-            150,
-            Duration::from_secs(10),
-        ))
-        .expect_err("no counts");
+    let err = measure(&ollama_loop(&ep.base)).expect_err("no counts");
     assert!(err.contains("reported no input tokens"), "{err}");
 }

@@ -266,11 +266,8 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
         "{}",
         row.detail
     );
-    let smoke = scored
-        .iter()
-        .find(|a| a.task_id == "wf-html-code")
-        .expect("smoke");
-    assert_eq!(row.attempt_id.as_deref(), Some(smoke.attempt_id.as_str()));
+    // wf-html-code is web-fetch's first smoke task.
+    assert_eq!(row.attempt_id.as_deref(), Some(html.attempt_id.as_str()));
     // The analysis reads it into the cell's attribute.
     let loaded = agentrank_analyze::load::load_input(&dir).expect("load for analysis");
     assert_eq!(

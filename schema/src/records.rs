@@ -263,6 +263,10 @@ impl Table for ControlRecord {
     }
 }
 
+/// The probe id of a tool-definition token measurement row (`probe_kind = "measurement"`, one per agent
+/// and server; see BUNDLE-FORMAT.md).
+pub const TOOL_DEFINITION_TOKENS_PROBE: &str = "tool-definition-tokens";
+
 /// One safety or protocol probe result for a server (and, for safety probes, an agent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRecord {

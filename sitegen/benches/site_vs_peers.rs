@@ -25,9 +25,8 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use agentrank_sitegen::input::SiteInput;
 use agentrank_sitegen::redact::HostFacts;
-use agentrank_sitegen::{content, load, output, site};
+use agentrank_sitegen::{output, site};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -283,7 +282,6 @@ struct Gen {
 }
 
 fn main() {
-    let tmp = tempfile::tempdir().expect("tmp");
     // AGENTRANK_BENCH_DIR keeps the synthesised bundle, its analysis and the last round's outputs.
     let tmp = match std::env::var_os("AGENTRANK_BENCH_DIR") {
         Some(d) => {
@@ -291,7 +289,7 @@ fn main() {
             std::fs::create_dir_all(&d).expect("bench dir");
             Kept::Dir(d)
         }
-        None => Kept::Temp(tmp),
+        None => Kept::Temp(tempfile::tempdir().expect("tmp")),
     };
     // Every generator runs ROUNDS times (AGENTRANK_BENCH_RUNS, default 3), alternating, so all of them
     // meet the same machine; the minimum is the figure least disturbed by other work on a shared
@@ -341,13 +339,7 @@ fn main() {
         let cpu0 = cpu_times();
         let t_all = Instant::now();
         let t = Instant::now();
-        let input = SiteInput {
-            bundle: load::load_bundle(&s.bundle_dir).expect("bundle"),
-            history: vec![],
-            analysis: load::load_analysis(&s.analysis_dir).expect("analysis"),
-            content: content::builtin(),
-            base_url: None,
-        };
+        let input = s.input();
         let load_s = secs(t);
         let t = Instant::now();
         let built = site::build(&input, &HostFacts::default()).expect("build");
@@ -414,7 +406,8 @@ fn main() {
                 });
             }
         }
-        for ((peer, (public, cmd)), row_of) in peers.iter().zip(&mut peer_cmds).zip(&mut peer_gens)
+        for ((peer, (public, cmd)), peer_row) in
+            peers.iter().zip(&mut peer_cmds).zip(&mut peer_gens)
         {
             let _ = std::fs::remove_dir_all(&*public);
             let cpu0 = cpu_times();
@@ -434,20 +427,20 @@ fn main() {
                     stderr.lines().take(5).collect::<Vec<_>>().join(" / ")
                 );
             }
-            if !o.status.success() && !row_of.name.ends_with("(FAILED)") {
-                row_of.name.push_str(" (FAILED)");
+            if !o.status.success() && !peer_row.name.ends_with("(FAILED)") {
+                peer_row.name.push_str(" (FAILED)");
             }
             let (written, bytes) = html_stats(public);
-            row_of.pages = written;
-            row_of.avg_page = bytes / written.max(1);
-            row_of.samples.push(Sample { wall, cpu });
+            peer_row.pages = written;
+            peer_row.avg_page = bytes / written.max(1);
+            peer_row.samples.push(Sample { wall, cpu });
             println!(
                 "round {}/{rounds} {} ({}): {wall:.2} s wall, {} CPU, {written} .html files, average {} bytes",
                 round + 1,
                 peer.name,
                 peer.version,
                 fmt_cpu(cpu),
-                row_of.avg_page
+                peer_row.avg_page
             );
         }
         // Outputs of every round but the last are removed, untimed, so disk use stays bounded.

@@ -7,9 +7,8 @@
 
 mod support;
 
-use agentrank_sitegen::input::SiteInput;
 use agentrank_sitegen::redact::HostFacts;
-use agentrank_sitegen::{content, load, output, site};
+use agentrank_sitegen::{output, site};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -47,13 +46,7 @@ fn axe_source() -> String {
 /// Build a site into `dir/site` from a synthesised bundle.
 fn build_site(spec: &Spec, dir: &Path) -> PathBuf {
     let s = synthesise(spec, dir);
-    let input = SiteInput {
-        bundle: load::load_bundle(&s.bundle_dir).expect("bundle"),
-        history: vec![],
-        analysis: load::load_analysis(&s.analysis_dir).expect("analysis"),
-        content: content::builtin(),
-        base_url: None,
-    };
+    let input = s.input();
     let built = site::build(&input, &HostFacts::default()).expect("build");
     let out = dir.join("site");
     output::write_site(&built, &out).expect("write");

@@ -3,23 +3,11 @@
 
 mod support;
 
-use agentrank_sitegen::input::SiteInput;
 use agentrank_sitegen::redact::{HostFacts, Rule};
 use agentrank_sitegen::site::{self, BuildError, SiteOutput};
-use agentrank_sitegen::{content, load};
 use std::collections::BTreeMap;
 use std::path::Path;
 use support::{HOSTILE, REFUSALS, Spec, synthesise};
-
-fn input_for(s: &support::Synth) -> SiteInput {
-    SiteInput {
-        bundle: load::load_bundle(&s.bundle_dir).expect("load bundle"),
-        history: vec![],
-        analysis: load::load_analysis(&s.analysis_dir).expect("load analysis"),
-        content: content::builtin(),
-        base_url: None,
-    }
-}
 
 fn page<'a>(site: &'a SiteOutput, path: &str) -> &'a str {
     std::str::from_utf8(
@@ -120,7 +108,7 @@ fn cli_output_is_byte_identical_across_runs_and_every_page_is_linked() {
 fn base_url_adds_canonical_links_and_a_sitemap() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("base-1"), tmp.path());
-    let mut input = input_for(&s);
+    let mut input = s.input();
     input.base_url = Some("https://agentrank.example.org/v1/".into());
     let site = site::build(&input, &HostFacts::default()).expect("build");
     let sitemap = page(&site, "sitemap.xml");
@@ -140,7 +128,7 @@ fn a_refusal_renders_in_place_of_the_number_for_each_refusal_outcome() {
     let mut spec = Spec::small("ref-1");
     spec.agents = vec!["claude", "codex", "gptoss", "qwen"];
     let s = synthesise(&spec, tmp.path());
-    let site = site::build(&input_for(&s), &HostFacts::default()).expect("build");
+    let site = site::build(&s.input(), &HostFacts::default()).expect("build");
     let mut seen = Vec::new();
     for (cat, agent, srv) in s
         .completion
@@ -198,7 +186,7 @@ fn a_refusal_renders_in_place_of_the_number_for_each_refusal_outcome() {
 fn every_number_on_a_board_links_to_its_attempts() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("trace-1"), tmp.path());
-    let site = site::build(&input_for(&s), &HostFacts::default()).expect("build");
+    let site = site::build(&s.input(), &HostFacts::default()).expect("build");
     let board = page(&site, "board/databases/qwen.html");
     // every table cell with a numeric class holds a link
     for td in board.split("<td class=\"num\">").skip(1) {
@@ -229,7 +217,7 @@ fn every_number_on_a_board_links_to_its_attempts() {
 fn a_broken_internal_link_fails_the_build() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("link-1"), tmp.path());
-    let mut input = input_for(&s);
+    let mut input = s.input();
     input.content.insert("changelog".into(), "# Changelog\n\nSee [the gone page](gone.html) and [a bad anchor](methodology.html#no-such-heading).\n".into());
     match site::build(&input, &HostFacts::default()) {
         Err(BuildError::BrokenLinks(links)) => {
@@ -276,7 +264,7 @@ fn the_redaction_gate_catches_every_planted_rule_and_names_file_line_and_rule() 
         spec.agents = vec!["claude"];
         spec.planted_tape_text = Some(format!(" {plant} "));
         let s = synthesise(&spec, &tmp.path().join(i.to_string()));
-        match site::build(&input_for(&s), &facts) {
+        match site::build(&s.input(), &facts) {
             Err(BuildError::Redaction(hits)) => {
                 let hit = hits
                     .iter()
@@ -299,7 +287,7 @@ fn the_redaction_gate_catches_every_planted_rule_and_names_file_line_and_rule() 
     }
     // A secret in the published words is caught on the page too.
     let s = synthesise(&Spec::small("red-page"), &tmp.path().join("page"));
-    let mut input = input_for(&s);
+    let mut input = s.input();
     input.content.insert(
         "roster".into(),
         "# Roster\n\nline two\n\nask bob@corp-mail.com\n".into(),
@@ -315,14 +303,14 @@ fn the_redaction_gate_catches_every_planted_rule_and_names_file_line_and_rule() 
         other => panic!("expected a redaction stop, got {other:?}"),
     }
     // And the clean bundle passes with the same facts.
-    assert!(site::build(&input_for(&s), &facts).is_ok());
+    assert!(site::build(&s.input(), &facts).is_ok());
 }
 
 #[test]
 fn private_set_prompts_are_redacted_from_published_tapes() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("priv-1"), tmp.path());
-    let input = input_for(&s);
+    let input = s.input();
     let site = site::build(&input, &HostFacts::default()).expect("build");
     let private: Vec<_> = input
         .bundle
@@ -358,7 +346,7 @@ fn hostile_content_is_escaped_and_nothing_breaks() {
     let mut spec = Spec::small("hostile-1");
     spec.hostile = true;
     let s = synthesise(&spec, tmp.path());
-    let site = site::build(&input_for(&s), &HostFacts::default()).expect("build");
+    let site = site::build(&s.input(), &HostFacts::default()).expect("build");
     let mut saw_escaped = false;
     for (path, bytes) in site.files.iter().filter(|(p, _)| p.ends_with(".html")) {
         let html = std::str::from_utf8(bytes).expect("utf8");
@@ -407,7 +395,7 @@ fn hostile_content_is_escaped_and_nothing_breaks() {
 fn downloads_list_every_bundle_file_with_its_sha256_and_snippets() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("dl-1"), tmp.path());
-    let input = input_for(&s);
+    let input = s.input();
     let site = site::build(&input, &HostFacts::default()).expect("build");
     let d = page(&site, "downloads.html");
     for f in &input.bundle.files {
@@ -459,7 +447,7 @@ fn run_snippet(dir: &Path, code: &str) -> BTreeMap<String, f64> {
 fn the_download_snippets_reproduce_a_boards_completion_with_duckdb_pandas_and_polars() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("snip-1"), tmp.path());
-    let input = input_for(&s);
+    let input = s.input();
     let ix = agentrank_sitegen::pages::Index::new(&input);
     let sn = agentrank_sitegen::pages::snippets(&ix, "downloads.html", "web-fetch", "claude");
     assert!(!sn.expected.is_empty());
@@ -491,7 +479,7 @@ fn the_download_snippets_reproduce_a_boards_completion_with_duckdb_pandas_and_po
 fn the_published_words_include_the_exact_system_prompt_and_every_content_page() {
     let tmp = tempfile::tempdir().expect("tmp");
     let s = synthesise(&Spec::small("words-1"), tmp.path());
-    let site = site::build(&input_for(&s), &HostFacts::default()).expect("build");
+    let site = site::build(&s.input(), &HostFacts::default()).expect("build");
     let m = page(&site, "methodology.html");
     for line in [
         "You are being benchmarked. The only tools you have are the tools of the attached MCP server; use them to do the task. If the task cannot be done with these tools, say so. Be concise.",

@@ -524,7 +524,7 @@ fn definition_token_row(
     slot: &PlannedAttempt,
 ) -> ProbeRecord {
     let row = |result: &str, observed: Option<String>, detail: String| ProbeRecord {
-        probe_id: "tool-definition-tokens".into(),
+        probe_id: agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE.into(),
         probe_kind: "measurement".into(),
         category: slot.category.clone(),
         server_id: slot.server_id.clone(),
@@ -903,18 +903,21 @@ pub fn run_attempt(
                                     .insert("command".into(), server.launch.command.clone().into());
                                 tape_info.insert("args".into(), server.launch.args.clone().into());
                                 tape_info.insert("isolation".into(), env.backend.as_str().into());
-                                // The server's zero-token protocol probes ride on its reference smoke
-                                // attempt: same world, two short sessions of their own, before the agent's.
-                                let is_smoke = env
+                                // Measurements ride on the first try of a scored smoke attempt, before
+                                // the agent starts: the server's zero-token protocol probes on the
+                                // reference agent's (same world, two short sessions of their own), an
+                                // external agent's tool-definition tokens on its first smoke task's.
+                                let smoke: &[String] = env
                                     .catalog
                                     .category(instance.category)
-                                    .is_some_and(|f| f.smoke.contains(&instance.task_id));
-                                if env.protocol_probes
-                                    && slot.kind == SlotKind::Scored
-                                    && builtin == Some(Builtin::Reference)
+                                    .map_or(&[], |f| f.smoke.as_slice());
+                                let first_try = slot.kind == SlotKind::Scored
                                     && slot.attempt_index == 0
-                                    && rerun_index == 0
-                                    && is_smoke
+                                    && rerun_index == 0;
+                                if env.protocol_probes
+                                    && first_try
+                                    && builtin == Some(Builtin::Reference)
+                                    && smoke.contains(&instance.task_id)
                                 {
                                     let options = ClientOptions {
                                         tape_info: Some(tape_info.clone()),
@@ -932,18 +935,7 @@ pub fn run_attempt(
                                     );
                                 }
                                 if let Some(config) = &external {
-                                    // Tool-definition tokens ride on the agent's first attempt of the
-                                    // category's first smoke task, before it (nothing is called).
-                                    let first_smoke = env
-                                        .catalog
-                                        .category(instance.category)
-                                        .and_then(|f| f.smoke.first())
-                                        .is_some_and(|t| *t == instance.task_id);
-                                    if slot.kind == SlotKind::Scored
-                                        && slot.attempt_index == 0
-                                        && rerun_index == 0
-                                        && first_smoke
-                                    {
+                                    if first_try && smoke.first() == Some(&instance.task_id) {
                                         protocol_rows.push(definition_token_row(
                                             rt, config, &wrapped, limit, &id, slot,
                                         ));

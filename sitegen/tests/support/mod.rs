@@ -284,6 +284,20 @@ fn agent_tape(attempt_id: &str, prompt: &str, tool: &str, answer: &str) -> Vec<T
 }
 
 /// Write a sealed bundle and its analysis under `root`.
+impl Synth {
+    /// The site input of this bundle and its analysis, through the real readers, with the built-in words.
+    pub fn input(&self) -> agentrank_sitegen::input::SiteInput {
+        agentrank_sitegen::input::SiteInput {
+            bundle: agentrank_sitegen::load::load_bundle(&self.bundle_dir).expect("load bundle"),
+            history: vec![],
+            analysis: agentrank_sitegen::load::load_analysis(&self.analysis_dir)
+                .expect("load analysis"),
+            content: agentrank_sitegen::content::builtin(),
+            base_url: None,
+        }
+    }
+}
+
 pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
     let bundles = root.join("bundles");
     let catalog_dir = root.join(format!("catalog-{}", spec.bundle_id));
