@@ -15,7 +15,7 @@ def measure(cmd):
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{cmd[0]} failed with {code}: {err}")
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, ru.ru_stime
 
 
 def main():
@@ -39,9 +39,10 @@ def main():
         measure(cmd)
     for i in range(runs):
         for name, cmd in (("rust", rust_cmd), ("numpy", ref_cmd)):
-            cpu, rss = measure(cmd)
+            cpu, rss, sys_time = measure(cmd)
             samples[name].append((cpu, rss))
-            print(f"run {i + 1}/{runs} {name:>6}: cpu {cpu:8.3f} s   peak rss {rss:8.1f} MiB", flush=True)
+            print(f"run {i + 1}/{runs} {name:>6}: cpu {cpu:8.3f} s (system {sys_time:6.3f} s)   "
+                  f"peak rss {rss:8.1f} MiB", flush=True)
     rows = []
     for name in ("rust", "numpy"):
         cpus = sorted(c for c, _ in samples[name])

@@ -451,36 +451,64 @@ struct SensitivityPlan {
     agents: Vec<usize>,
 }
 
-/// Column positions of one resample's outputs.
+/// Where one resample's outputs go. Spearman ρ (and Completion when it is not an exact integer code)
+/// are stored per resample, in columns; ranks and Completion codes take a few distinct integers, so they
+/// are only counted, one histogram per board row and view, which is all their percentiles need.
 #[derive(Clone, Copy)]
 struct Layout {
     rows: usize,
     pairs: usize,
     sensitivity: bool,
+    /// Ranks are counted in bins `0..rank_bins` (1 + the most servers of an agent).
+    rank_bins: usize,
+    /// With `Some(b)`, Completion codes are counted in bins `0..b` (1 + tasks × code scale), else stored.
+    code_bins: Option<usize>,
 }
 
 impl Layout {
+    fn views(self) -> usize {
+        if self.sensitivity { 2 } else { 1 }
+    }
+    /// Stored columns per resample.
     fn len(self) -> usize {
-        2 * self.rows + 2 * self.pairs + if self.sensitivity { 2 * self.rows } else { 0 }
+        2 * self.pairs
+            + match self.code_bins {
+                Some(_) => 0,
+                None => self.views() * self.rows,
+            }
     }
-    fn completion(self, row: usize) -> usize {
-        row
-    }
-    fn rank(self, row: usize) -> usize {
-        self.rows + row
+    /// Histogram bins in all.
+    fn bins(self) -> usize {
+        self.views() * self.rows * (self.rank_bins + self.code_bins.unwrap_or(0))
     }
     fn server_rho(self, pair: usize) -> usize {
-        2 * self.rows + pair
+        pair
     }
     fn cell_rho(self, pair: usize) -> usize {
-        2 * self.rows + self.pairs + pair
+        self.pairs + pair
     }
-    fn sens_completion(self, row: usize) -> usize {
-        2 * self.rows + 2 * self.pairs + row
+    /// Stored column of a row's Completion in a view (only without `code_bins`).
+    fn completion(self, view: View, row: usize) -> usize {
+        2 * self.pairs + view as usize * self.rows + row
     }
-    fn sens_rank(self, row: usize) -> usize {
-        3 * self.rows + 2 * self.pairs + row
+    /// Histogram of a row's ranks in a view.
+    fn rank_bins_of(self, view: View, row: usize) -> std::ops::Range<usize> {
+        let at = (view as usize * self.rows + row) * self.rank_bins;
+        at..at + self.rank_bins
     }
+    /// Histogram of a row's Completion codes in a view (only with `code_bins`).
+    fn code_bins_of(self, view: View, row: usize) -> std::ops::Range<usize> {
+        let b = self.code_bins.unwrap_or(0);
+        let at = self.views() * self.rows * self.rank_bins + (view as usize * self.rows + row) * b;
+        at..at + b
+    }
+}
+
+/// The headline board or the sensitivity view (§6.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum View {
+    Headline = 0,
+    Sensitivity = 1,
 }
 
 /// Everything fixed for one bootstrap run.
@@ -521,6 +549,8 @@ struct Scratch {
     sens_sums: Vec<f64>,
     ids: Vec<u32>,
     ranks: Vec<u32>,
+    /// Every row's rank in the headline view, then in the sensitivity view.
+    row_ranks: Vec<u32>,
     doubled_of: Vec<f64>,
     cell_ranks: Vec<Vec<f64>>,
     cell_ranks16: Vec<Vec<i16>>,
@@ -754,6 +784,7 @@ impl Plan<'_> {
         let t_n = self.t_n;
         let layout = self.layout;
         let rows = layout.rows;
+        debug_assert_eq!(rows, self.off[design.agents.len()]);
         let key_r = derive(self.key, r as u64);
         // Copy j draws task `draws[j]` and has the stream key derive(key_r, j + 1); the copies are
         // processed grouped by task (Completion is a sum over copies, agreement pairs positions).
@@ -831,13 +862,15 @@ impl Plan<'_> {
                 *s /= t_n as f64;
             }
         }
+        scratch.row_ranks.clear();
         for a in 0..design.agents.len() {
             let (lo, hi) = (self.off[a], self.off[a + 1]);
             competition_ranks_into(&scratch.sums[lo..hi], &mut scratch.ranks);
-            for (s, rank) in scratch.ranks.iter().enumerate() {
-                out.set(layout.completion(lo + s), scratch.sums[lo + s]);
-                out.set(layout.rank(lo + s), f64::from(*rank));
-            }
+            scratch.row_ranks.extend_from_slice(&scratch.ranks);
+        }
+        for row in 0..rows {
+            out.completion(View::Headline, row, scratch.sums[row]);
+            out.rank(View::Headline, row, scratch.row_ranks[row]);
         }
         if self.agreement {
             self.agreement_of_resample(scratch, out);
@@ -861,17 +894,15 @@ impl Plan<'_> {
                     scratch.sens_sums[row] /= t_n as f64;
                 }
             }
-            for row in 0..rows {
-                out.set(layout.sens_completion(row), scratch.sens_sums[row]);
-                let rank = out.get(layout.rank(row));
-                out.set(layout.sens_rank(row), rank);
-            }
+            // Rows of agents with no changed row keep their headline rank.
             for &a in &sens.agents {
                 let (lo, hi) = (self.off[a], self.off[a + 1]);
                 competition_ranks_into(&scratch.sens_sums[lo..hi], &mut scratch.ranks);
-                for (s, rank) in scratch.ranks.iter().enumerate() {
-                    out.set(layout.sens_rank(lo + s), f64::from(*rank));
-                }
+                scratch.row_ranks[lo..hi].copy_from_slice(&scratch.ranks);
+            }
+            for row in 0..rows {
+                out.completion(View::Sensitivity, row, scratch.sens_sums[row]);
+                out.rank(View::Sensitivity, row, scratch.row_ranks[row]);
             }
         }
     }
@@ -993,35 +1024,67 @@ impl Plan<'_> {
         }
     }
 
-    /// Run every resample; the result holds blocks of [`CHUNK`] resamples, each block column-major.
+    /// Run every resample: stored columns in blocks of [`CHUNK`] resamples (each block column-major),
+    /// histograms summed over every resample (integer sums: the same whatever the threads did).
     fn run(&self, resamples: usize) -> Draws {
-        let len = self.layout.len();
+        let layout = self.layout;
+        let len = layout.len();
         let mut buf = vec![0.0f64; resamples * len];
-        if len > 0 {
-            buf.par_chunks_mut(CHUNK * len).enumerate().for_each_init(
-                Scratch::default,
-                |scratch, (ci, block)| {
-                    let n = block.len() / len;
+        let chunks = resamples.div_ceil(CHUNK);
+        let blocks: Vec<&mut [f64]> = if len > 0 {
+            buf.chunks_mut(CHUNK * len).collect()
+        } else {
+            (0..chunks).map(|_| &mut [][..]).collect()
+        };
+        let bins = layout.bins();
+        let counts = blocks
+            .into_par_iter()
+            .enumerate()
+            .fold(
+                || (Scratch::default(), vec![0u32; bins]),
+                |(mut scratch, mut counts), (ci, block)| {
+                    let n = CHUNK.min(resamples - ci * CHUNK);
                     for local in 0..n {
-                        let mut out = Out { block, n, local };
-                        self.resample(ci * CHUNK + local, scratch, &mut out);
+                        let mut out = Out {
+                            block: &mut *block,
+                            n,
+                            local,
+                            counts: &mut counts,
+                            layout,
+                        };
+                        self.resample(ci * CHUNK + local, &mut scratch, &mut out);
                     }
+                    (scratch, counts)
+                },
+            )
+            .map(|(_, counts)| counts)
+            .reduce(
+                || vec![0u32; bins],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(&b) {
+                        *x += y;
+                    }
+                    a
                 },
             );
-        }
         Draws {
             buf,
             len,
             resamples,
+            counts,
+            layout,
         }
     }
 }
 
-/// The outputs of one resample inside its block (column `c` of resample `local` at `c * n + local`).
+/// The outputs of one resample: its stored columns inside its block (column `c` of resample `local` at
+/// `c * n + local`) and the histograms it counts into.
 struct Out<'a> {
     block: &'a mut [f64],
     n: usize,
     local: usize,
+    counts: &'a mut [u32],
+    layout: Layout,
 }
 
 impl Out<'_> {
@@ -1029,17 +1092,32 @@ impl Out<'_> {
     fn set(&mut self, column: usize, v: f64) {
         self.block[column * self.n + self.local] = v;
     }
+    /// A row's Completion (an exact code when codes are counted).
     #[inline]
-    fn get(&self, column: usize) -> f64 {
-        self.block[column * self.n + self.local]
+    fn completion(&mut self, view: View, row: usize, v: f64) {
+        if self.layout.code_bins.is_some() {
+            let bins = self.layout.code_bins_of(view, row);
+            let last = bins.end - 1;
+            self.counts[(bins.start + v as usize).min(last)] += 1;
+        } else {
+            self.set(self.layout.completion(view, row), v);
+        }
+    }
+    #[inline]
+    fn rank(&mut self, view: View, row: usize, rank: u32) {
+        let bins = self.layout.rank_bins_of(view, row);
+        let last = bins.end - 1;
+        self.counts[(bins.start + rank as usize).min(last)] += 1;
     }
 }
 
-/// All resamples' outputs, in blocks of [`CHUNK`] resamples.
+/// All resamples' outputs: stored columns in blocks of [`CHUNK`] resamples, and the summed histograms.
 struct Draws {
     buf: Vec<f64>,
     len: usize,
     resamples: usize,
+    counts: Vec<u32>,
+    layout: Layout,
 }
 
 impl Draws {
@@ -1056,19 +1134,9 @@ impl Draws {
     }
 }
 
-/// The 2.5% and 97.5% quantiles of a column of integer-valued draws in `0..=max`, by counting, with
-/// `value` mapping an integer to what it stands for.
-fn interval_counted(
-    column: &[f64],
-    max: usize,
-    counts: &mut Vec<u32>,
-    value: impl Fn(usize) -> f64,
-) -> Option<(f64, f64)> {
-    counts.clear();
-    counts.resize(max + 1, 0);
-    for v in column {
-        counts[(*v as usize).min(max)] += 1;
-    }
+/// The 2.5% and 97.5% quantiles of counted integer draws (`counts[i]` draws of `i`), with `value`
+/// mapping an integer to what it stands for.
+fn interval_counted(counts: &[u32], value: impl Fn(usize) -> f64) -> Option<(f64, f64)> {
     Some((
         quantile_counted(counts, 0.025, &value)?,
         quantile_counted(counts, 0.975, &value)?,
@@ -1148,17 +1216,14 @@ pub fn cluster_bootstrap_with_sensitivity(
     (h, s)
 }
 
-/// Percentile intervals of Completion and ranks from the draws' columns.
-// The columns of a view are passed as the two mapping closures; bundling them would only rename them.
-#[allow(clippy::too_many_arguments)]
+/// Percentile intervals of Completion and ranks of one view.
 fn summarize_view(
     design: &Design,
     off: &[usize],
     scale: Option<u64>,
     point: Vec<Vec<f64>>,
     draws: &Draws,
-    completion_col: impl Fn(usize) -> usize,
-    rank_col: impl Fn(usize) -> usize,
+    view: View,
     pairs: Vec<PairAgreement>,
 ) -> BootstrapResult {
     let mut rank_point = Vec::new();
@@ -1166,23 +1231,25 @@ fn summarize_view(
         rank_point.push(crate::stats::ranking::competition_ranks(p));
     }
     let t_n = design.tasks.len() as u64;
-    let max_code = scale.map(|l| l * t_n).filter(|c| *c <= MAX_COUNTED_CODE);
+    let layout = draws.layout;
     let mut completion_ci = Vec::new();
     let mut rank_interval = Vec::new();
     let mut column: Vec<f64> = Vec::with_capacity(draws.resamples);
-    let mut counts: Vec<u32> = Vec::new();
     for a in 0..design.agents.len() {
         let mut ci_row = Vec::new();
         let mut rank_row = Vec::new();
         let n_servers = design.servers[a].len();
         for s in 0..n_servers {
             let flat = off[a] + s;
-            draws.column_into(completion_col(flat), &mut column);
-            let ci = match (scale, max_code) {
-                (Some(_), Some(max)) => interval_counted(&column, max as usize, &mut counts, |c| {
-                    c as f64 / max as f64
-                }),
+            let ci = match (scale, layout.code_bins) {
+                (Some(_), Some(bins)) => {
+                    let max = (bins - 1) as f64;
+                    interval_counted(&draws.counts[layout.code_bins_of(view, flat)], |c| {
+                        c as f64 / max
+                    })
+                }
                 (Some(l), None) => {
+                    draws.column_into(layout.completion(view, flat), &mut column);
                     let denom = (l * t_n) as f64;
                     for v in column.iter_mut() {
                         *v /= denom;
@@ -1190,14 +1257,15 @@ fn summarize_view(
                     quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
                 }
                 (None, _) => {
+                    draws.column_into(layout.completion(view, flat), &mut column);
                     quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
                 }
             };
             ci_row.push(ci.unwrap_or((point[a][s], point[a][s])));
-            draws.column_into(rank_col(flat), &mut column);
             let rp = f64::from(rank_point[a][s]);
             let (rlo, rhi) =
-                interval_counted(&column, n_servers, &mut counts, |r| r as f64).unwrap_or((rp, rp));
+                interval_counted(&draws.counts[layout.rank_bins_of(view, flat)], |r| r as f64)
+                    .unwrap_or((rp, rp));
             rank_row.push((rlo.floor() as u32, rhi.ceil() as u32));
         }
         completion_ci.push(ci_row);
@@ -1258,10 +1326,17 @@ fn bootstrap_with(
             agents,
         }
     });
+    // Completion codes are counted when their histogram is no longer than the column it replaces.
+    let code_bins = scale
+        .map(|l| l * design.tasks.len() as u64 + 1)
+        .filter(|b| *b <= MAX_COUNTED_CODE + 1 && *b as usize <= resamples)
+        .map(|b| b as usize);
     let layout = Layout {
         rows: off[design.agents.len()],
         pairs: if agreement { pairs.len() } else { 0 },
         sensitivity: sens_plan.is_some(),
+        rank_bins: design.servers.iter().map(Vec::len).max().unwrap_or(0) + 1,
+        code_bins,
     };
     let plan = Plan {
         design,
@@ -1318,8 +1393,7 @@ fn bootstrap_with(
             scale,
             point_completion(d),
             &draws,
-            |row| layout.sens_completion(row),
-            |row| layout.sens_rank(row),
+            View::Sensitivity,
             Vec::new(),
         )
     });
@@ -1329,8 +1403,7 @@ fn bootstrap_with(
         scale,
         point,
         &draws,
-        |row| layout.completion(row),
-        |row| layout.rank(row),
+        View::Headline,
         pair_out,
     );
     (headline, sens_result)
