@@ -32,9 +32,8 @@ def main():
     ref_cmd = [sys.executable, reference, attempts, "--seed", seed, "--resamples", resamples,
                "--out", os.path.join(workdir, "numpy-out.json")]
     samples = {"rust": [], "numpy": []}
-    # One untimed run of each side first: the first run after a build pays for the page cache and for
-    # the kernel making room for huge pages (up to 0.15 s of system time seen here), which no later run
-    # of either side pays.
+    # One untimed run of each side first: the first run after a build pays for filling the page cache,
+    # which no later run of either side pays.
     for cmd in (rust_cmd, ref_cmd):
         measure(cmd)
     for i in range(runs):

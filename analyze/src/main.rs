@@ -133,13 +133,6 @@ fn parse_pair(spec: &str) -> Result<(String, String)> {
     }
 }
 
-// mimalloc instead of the system allocator: it keeps freed memory for reuse and backs its arenas with
-// transparent huge pages where the system allows it, so an analysis takes about a thousand page faults
-// instead of thirteen thousand (each one a kernel entry that was about a sixth of the CPU time of a
-// full-size analysis). Outputs do not depend on the allocator.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
