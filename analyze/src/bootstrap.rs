@@ -784,7 +784,6 @@ impl Plan<'_> {
         let t_n = self.t_n;
         let layout = self.layout;
         let rows = layout.rows;
-        debug_assert_eq!(rows, self.off[design.agents.len()]);
         let key_r = derive(self.key, r as u64);
         // Copy j draws task `draws[j]` and has the stream key derive(key_r, j + 1); the copies are
         // processed grouped by task (Completion is a sum over copies, agreement pairs positions).
@@ -1092,22 +1091,23 @@ impl Out<'_> {
     fn set(&mut self, column: usize, v: f64) {
         self.block[column * self.n + self.local] = v;
     }
+    /// Count `value` in the histogram `bins` (values past its end in its last bin).
+    #[inline]
+    fn count(&mut self, bins: std::ops::Range<usize>, value: usize) {
+        self.counts[(bins.start + value).min(bins.end - 1)] += 1;
+    }
     /// A row's Completion (an exact code when codes are counted).
     #[inline]
     fn completion(&mut self, view: View, row: usize, v: f64) {
         if self.layout.code_bins.is_some() {
-            let bins = self.layout.code_bins_of(view, row);
-            let last = bins.end - 1;
-            self.counts[(bins.start + v as usize).min(last)] += 1;
+            self.count(self.layout.code_bins_of(view, row), v as usize);
         } else {
             self.set(self.layout.completion(view, row), v);
         }
     }
     #[inline]
     fn rank(&mut self, view: View, row: usize, rank: u32) {
-        let bins = self.layout.rank_bins_of(view, row);
-        let last = bins.end - 1;
-        self.counts[(bins.start + rank as usize).min(last)] += 1;
+        self.count(self.layout.rank_bins_of(view, row), rank as usize);
     }
 }
 
@@ -1241,25 +1241,22 @@ fn summarize_view(
         let n_servers = design.servers[a].len();
         for s in 0..n_servers {
             let flat = off[a] + s;
-            let ci = match (scale, layout.code_bins) {
-                (Some(_), Some(bins)) => {
-                    let max = (bins - 1) as f64;
-                    interval_counted(&draws.counts[layout.code_bins_of(view, flat)], |c| {
-                        c as f64 / max
-                    })
-                }
-                (Some(l), None) => {
-                    draws.column_into(layout.completion(view, flat), &mut column);
+            // Counted codes (code `c` is Completion `c / (bins - 1)`), else the stored column (codes
+            // divided by tasks × scale, or Completions already).
+            let ci = if let Some(bins) = layout.code_bins {
+                let max = (bins - 1) as f64;
+                interval_counted(&draws.counts[layout.code_bins_of(view, flat)], |c| {
+                    c as f64 / max
+                })
+            } else {
+                draws.column_into(layout.completion(view, flat), &mut column);
+                if let Some(l) = scale {
                     let denom = (l * t_n) as f64;
                     for v in column.iter_mut() {
                         *v /= denom;
                     }
-                    quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
                 }
-                (None, _) => {
-                    draws.column_into(layout.completion(view, flat), &mut column);
-                    quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
-                }
+                quantile_select(&mut column, 0.025).zip(quantile_select(&mut column, 0.975))
             };
             ci_row.push(ci.unwrap_or((point[a][s], point[a][s])));
             let rp = f64::from(rank_point[a][s]);
