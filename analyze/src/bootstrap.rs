@@ -21,14 +21,20 @@
 //! attempt counts is small, a resampled Completion is kept as the exact integer `Σ k · L / m` (value: code
 //! / (tasks · L)), so ties between servers are exact and percentiles are found by counting. Spearman
 //! correlations use doubled average ranks, whose sums are exact integers. The sensitivity view is
-//! resampled in the same pass as the headline, recomputing only the board rows whose cells differ.
+//! resampled in the same pass as the headline, recomputing only the board rows whose cells differ. When
+//! every cell holds the same number of attempts (the usual sweep), the headline's draws run as vector code
+//! over all board rows at once (`dense`), drawing the very same numbers.
+//!
+//! Threads: resamples are handed out in blocks of [`CHUNK`] to plain scoped threads, as many as the
+//! current rayon pool has (so `--threads` and a pool's `install` choose the count); a worker that runs
+//! out of blocks ends instead of waiting for more work.
 
+use crate::dense::Dense;
 use crate::rng::{Stream, derive, hash_str};
 use crate::stats::binomial::binom_cdf;
 use crate::stats::percentile::{quantile_counted, quantile_select};
 use crate::stats::ranking::competition_ranks_into;
 use crate::stats::spearman::{average_ranks_into, pearson, spearman, spearman_of_completions};
-use rayon::prelude::*;
 
 /// One (agent, server, task) cell: the outcomes that count (true = PASS), in attempt order.
 #[derive(Clone, Debug, Default)]
@@ -526,6 +532,15 @@ struct Plan<'a> {
     sensitivity: Option<SensitivityPlan>,
     key: u64,
     layout: Layout,
+    /// The headline board's draws as vector code, when every cell has the same attempt count, Completion
+    /// is an exact code, and (with agreement) every agent pair shares its whole board.
+    dense: Option<DensePlan>,
+}
+
+/// [`Dense`] with the code of one pass, `L / m`.
+struct DensePlan {
+    dense: Dense,
+    unit: f64,
 }
 
 /// One drawn task and its copies: `copies` of them, at positions `first..first + copies` of the draw
@@ -563,6 +578,15 @@ struct Scratch {
     keys: Vec<(u64, u32)>,
     rx: Vec<f64>,
     ry: Vec<f64>,
+    /// Dense draws: each position's task, each position's pass count per row (position-major), and
+    /// each row's total.
+    position_tasks: Vec<usize>,
+    ks: Vec<u8>,
+    totals: Vec<u32>,
+    uniforms: Vec<u64>,
+    row_counts: Vec<u16>,
+    k_counts: Vec<u32>,
+    doubled_of_k: Vec<i16>,
 }
 
 /// Spearman through the scratch buffers (no allocation per call).
@@ -702,6 +726,48 @@ fn doubled_ranks_of_ids16(
     ss
 }
 
+/// [`doubled_ranks_of_ids16`] for dense draws: the cells of board rows `rows` at every position of the
+/// position-major pass counts `ks` (`row_n` rows per position), ranked by pass count (all cells have the
+/// same attempt count, so pass counts order and tie exactly like rates), into `out` position by position;
+/// `row_counts[k * row_n + r]` counts the positions where row `r` drew `k`.
+fn doubled_ranks_of_counts16(
+    ks: &[u8],
+    row_counts: &[u16],
+    row_n: usize,
+    rows: std::ops::Range<usize>,
+    counts: &mut Vec<u32>,
+    doubled_of: &mut Vec<i16>,
+    out: &mut Vec<i16>,
+) -> f64 {
+    counts.clear();
+    counts.extend(
+        row_counts
+            .chunks_exact(row_n)
+            .map(|c| c[rows.clone()].iter().map(|&n| u32::from(n)).sum::<u32>()),
+    );
+    doubled_of.clear();
+    doubled_of.resize(counts.len(), 0);
+    let mut below = 0u32;
+    let mut ss = 0.0;
+    for (b, r) in counts.iter().zip(doubled_of.iter_mut()) {
+        if *b > 0 {
+            let d = 2 * below + *b + 1;
+            *r = d as i16;
+            ss += f64::from(*b) * f64::from(d) * f64::from(d);
+            below += *b;
+        }
+    }
+    out.clear();
+    for position in ks.chunks_exact(row_n) {
+        out.extend(
+            position[rows.clone()]
+                .iter()
+                .map(|&k| doubled_of[usize::from(k)]),
+        );
+    }
+    ss
+}
+
 /// Spearman's ρ of two 16-bit doubled rank vectors (see [`correlation_of_doubled`]).
 fn correlation_of_doubled16(x: &[i16], sxx: f64, y: &[i16], syy: f64) -> Option<f64> {
     if y.len() != x.len() {
@@ -824,7 +890,29 @@ impl Plan<'_> {
 
         scratch.sums.clear();
         scratch.sums.resize(rows, 0.0);
-        if self.agreement && self.n_rates <= COUNTING_MAX {
+        if let Some(dp) = &self.dense {
+            scratch.position_tasks.clear();
+            for d in &scratch.drawn {
+                scratch
+                    .position_tasks
+                    .extend(std::iter::repeat_n(d.task, d.copies));
+            }
+            let stride = dp.dense.stride();
+            scratch.ks.resize(t_n * stride, 0);
+            scratch.totals.resize(stride, 0);
+            scratch.row_counts.resize((dp.dense.m() + 1) * stride, 0);
+            dp.dense.draw(
+                &scratch.position_tasks,
+                &scratch.sorted_keys,
+                &mut scratch.ks,
+                &mut scratch.totals,
+                &mut scratch.row_counts,
+                &mut scratch.uniforms,
+            );
+            for (s, &n) in scratch.sums.iter_mut().zip(&scratch.totals) {
+                *s = f64::from(n) * dp.unit;
+            }
+        } else if self.agreement && self.n_rates <= COUNTING_MAX {
             scratch.ids.resize(rows * t_n, 0);
             scratch.hist.clear();
             scratch.hist.resize(design.agents.len() * self.n_rates, 0);
@@ -921,6 +1009,24 @@ impl Plan<'_> {
         // whose common servers are both agents' whole boards (the usual case).
         scratch.cell_ranks16.resize_with(n_agents, Vec::new);
         for a in 0..n_agents {
+            if let Some(dp) = &self.dense {
+                scratch.cell_ss[a] = doubled_ranks_of_counts16(
+                    &scratch.ks,
+                    &scratch.row_counts,
+                    dp.dense.stride(),
+                    self.off[a]..self.off[a + 1],
+                    &mut scratch.k_counts,
+                    &mut scratch.doubled_of_k,
+                    &mut scratch.cell_ranks16[a],
+                );
+                scratch.server_ss[a] = doubled_ranks(
+                    &scratch.sums[self.off[a]..self.off[a + 1]],
+                    &mut scratch.keys,
+                    &mut scratch.rx,
+                    &mut scratch.server_ranks[a],
+                );
+                continue;
+            }
             let ids = &scratch.ids[self.off[a] * t_n..self.off[a + 1] * t_n];
             scratch.cell_ss[a] = if self.cells16 {
                 doubled_ranks_of_ids16(
@@ -1036,36 +1142,39 @@ impl Plan<'_> {
             (0..chunks).map(|_| &mut [][..]).collect()
         };
         let bins = layout.bins();
-        let counts = blocks
-            .into_par_iter()
-            .enumerate()
-            .fold(
-                || (Scratch::default(), vec![0u32; bins]),
-                |(mut scratch, mut counts), (ci, block)| {
-                    let n = CHUNK.min(resamples - ci * CHUNK);
-                    for local in 0..n {
-                        let mut out = Out {
-                            block: &mut *block,
-                            n,
-                            local,
-                            counts: &mut counts,
-                            layout,
-                        };
-                        self.resample(ci * CHUNK + local, &mut scratch, &mut out);
-                    }
-                    (scratch, counts)
-                },
-            )
-            .map(|(_, counts)| counts)
-            .reduce(
-                || vec![0u32; bins],
-                |mut a, b| {
-                    for (x, y) in a.iter_mut().zip(&b) {
-                        *x += y;
-                    }
-                    a
-                },
-            );
+        let workers = rayon::current_num_threads().clamp(1, chunks.max(1));
+        let queue = std::sync::Mutex::new(blocks.into_iter().enumerate());
+        let work = || {
+            let mut scratch = Scratch::default();
+            let mut counts = vec![0u32; bins];
+            loop {
+                let next = queue.lock().expect("resample queue").next();
+                let Some((ci, block)) = next else { break };
+                let n = CHUNK.min(resamples - ci * CHUNK);
+                for local in 0..n {
+                    let mut out = Out {
+                        block: &mut *block,
+                        n,
+                        local,
+                        counts: &mut counts,
+                        layout,
+                    };
+                    self.resample(ci * CHUNK + local, &mut scratch, &mut out);
+                }
+            }
+            counts
+        };
+        let counts = std::thread::scope(|s| {
+            let helpers: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+            let mut counts = work();
+            for h in helpers {
+                let c = h.join().expect("resample worker");
+                for (x, y) in counts.iter_mut().zip(&c) {
+                    *x += y;
+                }
+            }
+            counts
+        });
         Draws {
             buf,
             len,
@@ -1170,10 +1279,10 @@ pub fn category_key(seed: u64, category: &str) -> u64 {
     )
 }
 
-/// Run the cluster bootstrap of one category with `resamples` resamples (in parallel on the current rayon
-/// pool; the result does not depend on the number of threads).
+/// Run the cluster bootstrap of one category with `resamples` resamples (on as many threads as the current
+/// rayon pool has; the result does not depend on the number of threads).
 pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> BootstrapResult {
-    bootstrap_with(design, None, seed, resamples, true).0
+    bootstrap_with(design, None, seed, resamples, true, true).0
 }
 
 /// The bootstrap without the agreement statistics (the sensitivity view needs only Completion and ranks).
@@ -1182,7 +1291,7 @@ pub fn cluster_bootstrap_completion(
     seed: u64,
     resamples: usize,
 ) -> BootstrapResult {
-    bootstrap_with(design, None, seed, resamples, false).0
+    bootstrap_with(design, None, seed, resamples, false, true).0
 }
 
 /// The headline bootstrap (with agreement) and the sensitivity view's (Completion and ranks only) in one
@@ -1211,7 +1320,7 @@ pub fn cluster_bootstrap_with_sensitivity(
             cluster_bootstrap_completion(sensitivity, seed, resamples),
         );
     }
-    let (h, s) = bootstrap_with(headline, Some(sensitivity), seed, resamples, true);
+    let (h, s) = bootstrap_with(headline, Some(sensitivity), seed, resamples, true, true);
     let s = s.unwrap_or_else(|| cluster_bootstrap_completion(sensitivity, seed, resamples));
     (h, s)
 }
@@ -1309,6 +1418,7 @@ fn bootstrap_with(
     seed: u64,
     resamples: usize,
     agreement: bool,
+    allow_dense: bool,
 ) -> (BootstrapResult, Option<BootstrapResult>) {
     let pairs = pair_plans(design);
     let off = offsets(design);
@@ -1352,7 +1462,20 @@ fn bootstrap_with(
         sensitivity: sens_plan,
         key: category_key(seed, &design.category),
         layout,
+        dense: None,
     };
+    let cells16 = plan.cells16;
+    let dense = scale
+        .filter(|_| allow_dense)
+        .filter(|_| !agreement || (cells16 && plan.pairs.iter().all(|p| p.whole_boards)))
+        .and_then(|l| {
+            let dense = Dense::new(design)?;
+            Some(DensePlan {
+                unit: (l / dense.m() as u64) as f64,
+                dense,
+            })
+        });
+    let plan = Plan { dense, ..plan };
     let draws = plan.run(resamples);
     let point = point_completion(design);
 
@@ -1404,4 +1527,105 @@ fn bootstrap_with(
         pair_out,
     );
     (headline, sens_result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crossed design: `agents` × `servers` × `tasks` cells of `m(agent, server, task)` attempts, pass
+    /// probabilities spread so that some cells are all PASS, some all FAIL and most move.
+    fn design(
+        agents: usize,
+        servers: usize,
+        tasks: usize,
+        m: impl Fn(usize, usize, usize) -> usize,
+        seed: u64,
+    ) -> Design {
+        let mut s = Stream::new(seed);
+        let cells = (0..agents)
+            .map(|a| {
+                (0..servers)
+                    .map(|sv| {
+                        let skill = (sv + 1) as f64 / (servers + 1) as f64;
+                        (0..tasks)
+                            .map(|t| {
+                                let ids: Vec<String> = (0..m(a, sv, t))
+                                    .map(|i| format!("{a}/{sv}/{t}/{i}"))
+                                    .collect();
+                                let outcomes: Vec<bool> = ids
+                                    .iter()
+                                    .map(|_| {
+                                        ((s.next_u64() >> 11) as f64) < skill * (1u64 << 53) as f64
+                                    })
+                                    .collect();
+                                Cell::new(ids.iter().map(String::as_str).zip(outcomes))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        Design {
+            category: "c".into(),
+            tasks: (0..tasks).map(|t| format!("t{t}")).collect(),
+            agents: (0..agents).map(|a| format!("a{a}")).collect(),
+            servers: vec![(0..servers).map(|sv| format!("s{sv}")).collect(); agents],
+            cells,
+        }
+    }
+
+    #[test]
+    fn dense_draws_give_the_general_loops_results() {
+        // Boards of 3 to 37 rows (padding from 13 rows to none), 1 to 9 attempts per cell.
+        for (agents, servers, tasks, m) in
+            [(3, 1, 7, 1), (4, 8, 18, 5), (3, 5, 12, 3), (1, 37, 4, 9)]
+        {
+            let d = design(agents, servers, tasks, |_, _, _| m, 7 + m as u64);
+            assert!(Dense::new(&d).is_some());
+            for resamples in [1, 300] {
+                let general = bootstrap_with(&d, None, 5, resamples, true, false).0;
+                let dense = bootstrap_with(&d, None, 5, resamples, true, true).0;
+                assert_eq!(general, dense, "{agents}x{servers}x{tasks}, m = {m}");
+                let general = bootstrap_with(&d, None, 5, resamples, false, false).0;
+                let dense = bootstrap_with(&d, None, 5, resamples, false, true).0;
+                assert_eq!(general, dense, "completion only, m = {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn dense_draws_with_the_sensitivity_view_give_the_general_results() {
+        let headline = design(4, 6, 10, |_, _, _| 5, 11);
+        // The sensitivity view counts two more attempts (as FAIL) in a few cells.
+        let mut sensitivity = headline.clone();
+        for (a, sv, t) in [(0, 1, 2), (2, 5, 9), (3, 0, 0)] {
+            let c = &sensitivity.cells[a][sv][t];
+            let mut passes = c.passes.clone();
+            passes.extend([false, false]);
+            sensitivity.cells[a][sv][t] = Cell::from_parts(passes, c.key ^ 1);
+        }
+        let general = bootstrap_with(&headline, Some(&sensitivity), 3, 200, true, false);
+        let dense = bootstrap_with(&headline, Some(&sensitivity), 3, 200, true, true);
+        assert_eq!(general.0, dense.0);
+        assert_eq!(general.1, dense.1);
+        assert!(dense.1.is_some());
+    }
+
+    #[test]
+    fn dense_form_needs_one_attempt_count() {
+        assert!(
+            Dense::new(&design(
+                2,
+                3,
+                4,
+                |a, _, t| 4 + usize::from(a == 1 && t == 3),
+                1
+            ))
+            .is_none()
+        );
+        assert!(Dense::new(&design(2, 3, 4, |_, _, _| 0, 1)).is_none());
+        assert!(Dense::new(&design(2, 3, 4, |_, _, _| 65, 1)).is_none());
+        assert!(Dense::new(&design(2, 3, 4, |_, _, _| 64, 1)).is_some());
+    }
 }

@@ -13,6 +13,7 @@
 
 pub mod analysis;
 pub mod bootstrap;
+mod dense;
 pub mod gates;
 pub mod history;
 pub mod input;

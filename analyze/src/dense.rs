@@ -1,0 +1,289 @@
+//! The bootstrap's attempt draws for the usual design, as straight-line vector code.
+//!
+//! When every cell of a board holds the same number `m` of countable attempts (a sweep without
+//! exclusions), one drawn task copy asks the same question of every board row: with the row's cell
+//! stream key and its cell's thresholds, how many of `m` resampled attempts pass? [`Dense`] lays each
+//! task's keys and thresholds out row by row, so that a copy is answered for all rows at once: one
+//! SplitMix64 finalizer per row, then `m` comparisons per row, counting the thresholds at most the
+//! uniform (the same inversion as the general loop, `k = #{i : P(K ≤ i)·2^64 ≤ x}`, so every draw is
+//! the very same number). Rows are independent lanes: the compiler turns the loops into vector
+//! instructions, and on processors with AVX-512 the kernel is compiled a second time for them and
+//! chosen at run time, after asking the processor whether it has them.
+//!
+//! The general loop in `bootstrap` handles every other design (cells of different sizes, no exact
+//! Completion codes, agent pairs on different boards).
+
+use crate::bootstrap::{Cell, Design};
+use crate::rng::Stream;
+
+/// Largest uniform attempt count handled here (counts are kept in bytes).
+pub const MAX_ATTEMPTS: usize = 64;
+/// Rows are processed in groups of this many (the board is padded with rows that never move).
+const LANES: usize = 16;
+
+/// A board whose every cell has `m` countable attempts, flattened task by task (rows in board order:
+/// agent by agent, each agent's servers in board order).
+#[derive(Debug)]
+pub struct Dense {
+    /// Board rows rounded up to a multiple of [`LANES`]; the padding rows are fixed at 0 passes.
+    stride: usize,
+    m: usize,
+    /// `keys[t * rows + r]`: the stream key of row `r`'s cell for task `t`.
+    keys: Vec<u64>,
+    /// `thresholds[(t * m + i) * rows + r]`: `P(K ≤ i) · 2^64` of that cell.
+    thresholds: Vec<u64>,
+    /// `fixed[t * rows + r]`: the pass count of a cell that cannot move (all PASS or all FAIL) ...
+    fixed: Vec<u8>,
+    /// ... and `moves[t * rows + r]` = `0xFF` for a cell that moves, `0` for one that cannot.
+    moves: Vec<u8>,
+}
+
+impl Dense {
+    /// The dense form of `design`'s board, if every cell has the same `m` in `1..=MAX_ATTEMPTS`.
+    pub fn new(design: &Design) -> Option<Dense> {
+        let board: Vec<&[Cell]> = design
+            .cells
+            .iter()
+            .flat_map(|servers| servers.iter().map(Vec::as_slice))
+            .collect();
+        let t_n = design.tasks.len();
+        let m = board.first()?.first()?.passes.len();
+        if m == 0
+            || m > MAX_ATTEMPTS
+            || board
+                .iter()
+                .any(|cells| cells.len() != t_n || cells.iter().any(|c| c.passes.len() != m))
+        {
+            return None;
+        }
+        let rows = board.len().next_multiple_of(LANES);
+        let mut dense = Dense {
+            stride: rows,
+            m,
+            keys: vec![0; t_n * rows],
+            thresholds: vec![0; t_n * m * rows],
+            fixed: vec![0; t_n * rows],
+            moves: vec![0; t_n * rows],
+        };
+        for (r, cells) in board.iter().enumerate() {
+            for (t, c) in cells.iter().enumerate() {
+                let at = t * rows + r;
+                dense.keys[at] = c.key;
+                let moving = c.passes_count != 0 && c.passes_count != m;
+                dense.moves[at] = if moving { 0xFF } else { 0 };
+                dense.fixed[at] = if moving { 0 } else { c.passes_count as u8 };
+                for (i, th) in c.thresholds.iter().enumerate() {
+                    dense.thresholds[(t * m + i) * rows + r] = *th;
+                }
+            }
+        }
+        Some(dense)
+    }
+
+    /// Attempts per cell.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
+    /// Rows per position in the draws' pass counts (the board's rows, then padding).
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Draw every row's pass count for each copy: copy `p` is task `tasks[p]` with stream key
+    /// `keys[p]`; its counts go to `ks[p * stride..(p + 1) * stride]`, and each row's total over the
+    /// copies to `totals[r]` (both with the padding rows), and how many copies drew `k` passes in row
+    /// `r` to `row_counts[k * stride + r]`. `x` is scratch.
+    pub fn draw(
+        &self,
+        tasks: &[usize],
+        keys: &[u64],
+        ks: &mut [u8],
+        totals: &mut [u32],
+        row_counts: &mut [u16],
+        x: &mut Vec<u64>,
+    ) {
+        assert_eq!(tasks.len(), keys.len());
+        assert_eq!(ks.len(), tasks.len() * self.stride);
+        assert_eq!(totals.len(), self.stride);
+        assert_eq!(row_counts.len(), (self.m + 1) * self.stride);
+        assert!(tasks.len() <= usize::from(u16::MAX));
+        #[cfg(target_arch = "x86_64")]
+        if avx512() {
+            // SAFETY: the processor has just been asked, and has every feature the function is
+            // compiled for; the function is otherwise the safe, portable body below.
+            #[allow(unsafe_code)]
+            unsafe {
+                self.draw_avx512(tasks, keys, ks, totals, row_counts, x)
+            };
+            return;
+        }
+        self.draw_portable(tasks, keys, ks, totals, row_counts, x);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
+    fn draw_avx512(
+        &self,
+        tasks: &[usize],
+        keys: &[u64],
+        ks: &mut [u8],
+        totals: &mut [u32],
+        row_counts: &mut [u16],
+        x: &mut Vec<u64>,
+    ) {
+        self.draw_portable(tasks, keys, ks, totals, row_counts, x);
+    }
+
+    #[inline(always)]
+    fn draw_portable(
+        &self,
+        tasks: &[usize],
+        keys: &[u64],
+        ks: &mut [u8],
+        totals: &mut [u32],
+        row_counts: &mut [u16],
+        x: &mut Vec<u64>,
+    ) {
+        let stride = self.stride;
+        let m = self.m;
+        x.clear();
+        x.resize(stride, 0);
+        totals.fill(0);
+        row_counts.fill(0);
+        for ((&t, &ck), out) in tasks.iter().zip(keys).zip(ks.chunks_exact_mut(stride)) {
+            let row_keys = &self.keys[t * stride..(t + 1) * stride];
+            for (xv, &key) in x.iter_mut().zip(row_keys) {
+                *xv = Stream::new(ck ^ key).next_u64();
+            }
+            let thresholds = &self.thresholds[t * m * stride..(t + 1) * m * stride];
+            let moves = &self.moves[t * stride..(t + 1) * stride];
+            let fixed = &self.fixed[t * stride..(t + 1) * stride];
+            // Lanes of LANES rows: the count stays in registers across the m comparisons.
+            for (lane, ((out, xs), (mv, fx))) in out
+                .chunks_exact_mut(LANES)
+                .zip(x.chunks_exact(LANES))
+                .zip(moves.chunks_exact(LANES).zip(fixed.chunks_exact(LANES)))
+                .enumerate()
+            {
+                let mut count = [0u8; LANES];
+                for i in 0..m {
+                    let at = i * stride + lane * LANES;
+                    let thr = &thresholds[at..at + LANES];
+                    for l in 0..LANES {
+                        count[l] += u8::from(thr[l] <= xs[l]);
+                    }
+                }
+                for l in 0..LANES {
+                    out[l] = (count[l] & mv[l]) | fx[l];
+                }
+            }
+            for (total, &k) in totals.iter_mut().zip(out.iter()) {
+                *total += u32::from(k);
+            }
+            for (k, counts) in row_counts.chunks_exact_mut(stride).enumerate() {
+                for (c, &kk) in counts.iter_mut().zip(out.iter()) {
+                    *c += u16::from(usize::from(kk) == k);
+                }
+            }
+        }
+    }
+}
+
+/// Whether this processor runs the AVX-512 builds of the kernels (the features they are compiled for).
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::Design;
+
+    #[test]
+    fn the_processor_specific_kernel_draws_what_the_portable_one_does() {
+        let mut s = Stream::new(42);
+        let (agents, servers, tasks, m) = (3u64, 7usize, 9usize, 6usize);
+        let cells = (0..agents)
+            .map(|a| {
+                (0..servers)
+                    .map(|sv| {
+                        (0..tasks)
+                            .map(|t| {
+                                let passes: Vec<bool> = (0..m)
+                                    .map(|i| {
+                                        !(sv + t + i).is_multiple_of(3)
+                                            && !s.next_u64().is_multiple_of(4)
+                                    })
+                                    .collect();
+                                Cell::from_parts(
+                                    passes,
+                                    crate::rng::derive(a, (sv * 100 + t) as u64),
+                                )
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let d = Design {
+            category: "c".into(),
+            tasks: (0..tasks).map(|t| t.to_string()).collect(),
+            agents: (0..agents).map(|a| a.to_string()).collect(),
+            servers: vec![(0..servers).map(|sv| sv.to_string()).collect(); agents as usize],
+            cells,
+        };
+        let dense = Dense::new(&d).expect("uniform attempt counts");
+        let stride = dense.stride();
+        assert_eq!(stride, 32);
+        let positions: Vec<usize> = (0..tasks)
+            .map(|_| (s.next_u64() % tasks as u64) as usize)
+            .collect();
+        let keys: Vec<u64> = positions.iter().map(|_| s.next_u64()).collect();
+        let run = |portable: bool| {
+            let mut ks = vec![0u8; tasks * stride];
+            let mut totals = vec![0u32; stride];
+            let mut counts = vec![0u16; (m + 1) * stride];
+            let mut x = Vec::new();
+            if portable {
+                dense.draw_portable(&positions, &keys, &mut ks, &mut totals, &mut counts, &mut x);
+            } else {
+                dense.draw(&positions, &keys, &mut ks, &mut totals, &mut counts, &mut x);
+            }
+            (ks, totals, counts)
+        };
+        let (ks, totals, counts) = run(false);
+        assert_eq!((ks.clone(), totals.clone(), counts.clone()), run(true));
+        // Each draw is the general loop's inversion of the same uniform.
+        let rows = agents as usize * servers;
+        for (p, (&t, &ck)) in positions.iter().zip(&keys).enumerate() {
+            for r in 0..stride {
+                let k = ks[p * stride + r];
+                if r >= rows {
+                    assert_eq!(k, 0, "padding rows never pass");
+                    continue;
+                }
+                let c = &d.cells[r / servers][r % servers][t];
+                let expected = if c.passes_count == 0 || c.passes_count == m {
+                    c.passes_count
+                } else {
+                    let x = Stream::new(ck ^ c.key).next_u64();
+                    c.thresholds.iter().filter(|th| **th <= x).count()
+                };
+                assert_eq!(usize::from(k), expected);
+            }
+        }
+        for r in 0..stride {
+            let drawn: Vec<u8> = ks.chunks_exact(stride).map(|p| p[r]).collect();
+            assert_eq!(totals[r], drawn.iter().map(|&k| u32::from(k)).sum::<u32>());
+            for k in 0..=m {
+                let n = drawn.iter().filter(|&&x| usize::from(x) == k).count();
+                assert_eq!(usize::from(counts[k * stride + r]), n);
+            }
+        }
+    }
+}
