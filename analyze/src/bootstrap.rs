@@ -25,7 +25,7 @@
 //! every cell holds the same number of attempts (the usual sweep), the headline's draws run as vector code
 //! over all board rows at once (`dense`), drawing the very same numbers.
 //!
-//! Threads: resamples are handed out in blocks of [`CHUNK`] to plain scoped threads, as many as the
+//! Threads: resamples are handed out in blocks of `CHUNK` to plain scoped threads, as many as the
 //! current rayon pool has (so `--threads` and a pool's `install` choose the count); a worker that runs
 //! out of blocks ends instead of waiting for more work.
 
