@@ -537,6 +537,19 @@ struct Plan<'a> {
     dense: Option<DensePlan>,
 }
 
+/// When the headline's draws take the dense form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DenseUse {
+    /// When the design allows it and this processor runs the vector kernel faster than the general
+    /// loop (it has AVX-512).
+    WhenFaster,
+    /// When the design allows it (tests: the portable kernel against the general loop).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Always,
+    #[cfg_attr(not(test), allow(dead_code))]
+    Never,
+}
+
 /// [`Dense`] with the code of one pass, `L / m`.
 struct DensePlan {
     dense: Dense,
@@ -757,13 +770,16 @@ fn doubled_ranks_of_counts16(
             below += *b;
         }
     }
+    // A table for every byte, so that the lookup needs no bounds check.
+    let mut table = [0i16; 256];
+    table[..doubled_of.len()].copy_from_slice(doubled_of);
+    let width = rows.len();
     out.clear();
-    for position in ks.chunks_exact(row_n) {
-        out.extend(
-            position[rows.clone()]
-                .iter()
-                .map(|&k| doubled_of[usize::from(k)]),
-        );
+    out.resize(ks.len() / row_n * width, 0);
+    for (position, out) in ks.chunks_exact(row_n).zip(out.chunks_exact_mut(width)) {
+        for (o, &k) in out.iter_mut().zip(&position[rows.clone()]) {
+            *o = table[usize::from(k)];
+        }
     }
     ss
 }
@@ -1282,7 +1298,7 @@ pub fn category_key(seed: u64, category: &str) -> u64 {
 /// Run the cluster bootstrap of one category with `resamples` resamples (on as many threads as the current
 /// rayon pool has; the result does not depend on the number of threads).
 pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> BootstrapResult {
-    bootstrap_with(design, None, seed, resamples, true, true).0
+    bootstrap_with(design, None, seed, resamples, true, DenseUse::WhenFaster).0
 }
 
 /// The bootstrap without the agreement statistics (the sensitivity view needs only Completion and ranks).
@@ -1291,7 +1307,7 @@ pub fn cluster_bootstrap_completion(
     seed: u64,
     resamples: usize,
 ) -> BootstrapResult {
-    bootstrap_with(design, None, seed, resamples, false, true).0
+    bootstrap_with(design, None, seed, resamples, false, DenseUse::WhenFaster).0
 }
 
 /// The headline bootstrap (with agreement) and the sensitivity view's (Completion and ranks only) in one
@@ -1320,7 +1336,14 @@ pub fn cluster_bootstrap_with_sensitivity(
             cluster_bootstrap_completion(sensitivity, seed, resamples),
         );
     }
-    let (h, s) = bootstrap_with(headline, Some(sensitivity), seed, resamples, true, true);
+    let (h, s) = bootstrap_with(
+        headline,
+        Some(sensitivity),
+        seed,
+        resamples,
+        true,
+        DenseUse::WhenFaster,
+    );
     let s = s.unwrap_or_else(|| cluster_bootstrap_completion(sensitivity, seed, resamples));
     (h, s)
 }
@@ -1418,7 +1441,7 @@ fn bootstrap_with(
     seed: u64,
     resamples: usize,
     agreement: bool,
-    allow_dense: bool,
+    dense_use: DenseUse,
 ) -> (BootstrapResult, Option<BootstrapResult>) {
     let pairs = pair_plans(design);
     let off = offsets(design);
@@ -1466,7 +1489,11 @@ fn bootstrap_with(
     };
     let cells16 = plan.cells16;
     let dense = scale
-        .filter(|_| allow_dense)
+        .filter(|_| match dense_use {
+            DenseUse::WhenFaster => crate::dense::faster(),
+            DenseUse::Always => true,
+            DenseUse::Never => false,
+        })
         .filter(|_| !agreement || (cells16 && plan.pairs.iter().all(|p| p.whole_boards)))
         .and_then(|l| {
             let dense = Dense::new(design)?;
@@ -1584,11 +1611,11 @@ mod tests {
             let d = design(agents, servers, tasks, |_, _, _| m, 7 + m as u64);
             assert!(Dense::new(&d).is_some());
             for resamples in [1, 300] {
-                let general = bootstrap_with(&d, None, 5, resamples, true, false).0;
-                let dense = bootstrap_with(&d, None, 5, resamples, true, true).0;
+                let general = bootstrap_with(&d, None, 5, resamples, true, DenseUse::Never).0;
+                let dense = bootstrap_with(&d, None, 5, resamples, true, DenseUse::Always).0;
                 assert_eq!(general, dense, "{agents}x{servers}x{tasks}, m = {m}");
-                let general = bootstrap_with(&d, None, 5, resamples, false, false).0;
-                let dense = bootstrap_with(&d, None, 5, resamples, false, true).0;
+                let general = bootstrap_with(&d, None, 5, resamples, false, DenseUse::Never).0;
+                let dense = bootstrap_with(&d, None, 5, resamples, false, DenseUse::Always).0;
                 assert_eq!(general, dense, "completion only, m = {m}");
             }
         }
@@ -1605,8 +1632,15 @@ mod tests {
             passes.extend([false, false]);
             sensitivity.cells[a][sv][t] = Cell::from_parts(passes, c.key ^ 1);
         }
-        let general = bootstrap_with(&headline, Some(&sensitivity), 3, 200, true, false);
-        let dense = bootstrap_with(&headline, Some(&sensitivity), 3, 200, true, true);
+        let general = bootstrap_with(&headline, Some(&sensitivity), 3, 200, true, DenseUse::Never);
+        let dense = bootstrap_with(
+            &headline,
+            Some(&sensitivity),
+            3,
+            200,
+            true,
+            DenseUse::Always,
+        );
         assert_eq!(general.0, dense.0);
         assert_eq!(general.1, dense.1);
         assert!(dense.1.is_some());
