@@ -22,8 +22,9 @@
 //! / (tasks · L)), so ties between servers are exact and percentiles are found by counting. Spearman
 //! correlations use doubled average ranks, whose sums are exact integers. The sensitivity view is
 //! resampled in the same pass as the headline, recomputing only the board rows whose cells differ. When
-//! every cell holds the same number of attempts (the usual sweep), the headline's draws run as vector code
-//! over all board rows at once (`dense`), drawing the very same numbers.
+//! every cell holds the same number of attempts (the usual sweep) and the processor has AVX-512, the
+//! headline's draws run as vector code over all board rows at once (`dense`), drawing the very same
+//! numbers.
 //!
 //! Threads: resamples are handed out in blocks of `CHUNK` to plain scoped threads, as many as the
 //! current rayon pool has (so `--threads` and a pool's `install` choose the count); a worker that runs
@@ -533,7 +534,8 @@ struct Plan<'a> {
     key: u64,
     layout: Layout,
     /// The headline board's draws as vector code, when every cell has the same attempt count, Completion
-    /// is an exact code, and (with agreement) every agent pair shares its whole board.
+    /// is an exact code, (with agreement) every agent pair shares its whole board, and the processor runs
+    /// the vector kernel faster than the general loop.
     dense: Option<DensePlan>,
 }
 

@@ -29,13 +29,13 @@ pub struct Dense {
     /// Board rows rounded up to a multiple of [`LANES`]; the padding rows are fixed at 0 passes.
     stride: usize,
     m: usize,
-    /// `keys[t * rows + r]`: the stream key of row `r`'s cell for task `t`.
+    /// `keys[t * stride + r]`: the stream key of row `r`'s cell for task `t`.
     keys: Vec<u64>,
-    /// `thresholds[(t * m + i) * rows + r]`: `P(K ≤ i) · 2^64` of that cell.
+    /// `thresholds[(t * m + i) * stride + r]`: `P(K ≤ i) · 2^64` of that cell.
     thresholds: Vec<u64>,
-    /// `fixed[t * rows + r]`: the pass count of a cell that cannot move (all PASS or all FAIL) ...
+    /// `fixed[t * stride + r]`: the pass count of a cell that cannot move (all PASS or all FAIL) ...
     fixed: Vec<u8>,
-    /// ... and `moves[t * rows + r]` = `0xFF` for a cell that moves, `0` for one that cannot.
+    /// ... and `moves[t * stride + r]` = `0xFF` for a cell that moves, `0` for one that cannot.
     moves: Vec<u8>,
 }
 
