@@ -40,7 +40,8 @@ pub struct Dense {
 }
 
 impl Dense {
-    /// The dense form of `design`'s board, if every cell has the same `m` in `1..=MAX_ATTEMPTS`.
+    /// The dense form of `design`'s board, if every cell has the same `m` in `1..=MAX_ATTEMPTS` (and
+    /// there are at most 65,535 tasks, so that per-row tallies fit 16 bits).
     pub fn new(design: &Design) -> Option<Dense> {
         let board: Vec<&[Cell]> = design
             .cells
@@ -51,6 +52,7 @@ impl Dense {
         let m = board.first()?.first()?.passes.len();
         if m == 0
             || m > MAX_ATTEMPTS
+            || t_n > usize::from(u16::MAX)
             || board
                 .iter()
                 .any(|cells| cells.len() != t_n || cells.iter().any(|c| c.passes.len() != m))
