@@ -22,7 +22,7 @@
 //! / (tasks · L)), so ties between servers are exact and percentiles are found by counting. Spearman
 //! correlations use doubled average ranks, whose sums are exact integers. The sensitivity view is
 //! resampled in the same pass as the headline, recomputing only the board rows whose cells differ. When
-//! every cell holds the same number of attempts (the usual sweep) and the processor has AVX-512, the
+//! every cell holds the same number of attempts (the usual sweep) and the processor has AVX2, the
 //! headline's draws run as vector code over all board rows at once (`dense`), drawing the very same
 //! numbers.
 //!
@@ -543,7 +543,7 @@ struct Plan<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DenseUse {
     /// When the design allows it and this processor runs the vector kernel faster than the general
-    /// loop (it has AVX-512).
+    /// loop (it has AVX2 or AVX-512).
     WhenFaster,
     /// When the design allows it (tests: the portable kernel against the general loop).
     #[cfg_attr(not(test), allow(dead_code))]
