@@ -30,7 +30,7 @@
 //! current rayon pool has (so `--threads` and a pool's `install` choose the count); a worker that runs
 //! out of blocks ends instead of waiting for more work.
 
-use crate::dense::Dense;
+use crate::dense::{Dense, DenseDraws, Level};
 use crate::rng::{Stream, derive, hash_str};
 use crate::stats::binomial::binom_cdf;
 use crate::stats::percentile::{quantile_counted, quantile_select};
@@ -593,13 +593,9 @@ struct Scratch {
     keys: Vec<(u64, u32)>,
     rx: Vec<f64>,
     ry: Vec<f64>,
-    /// Dense draws: each position's task, each position's pass count per row (position-major), and
-    /// each row's total.
+    /// Dense draws: each position's task, and the draws.
     position_tasks: Vec<usize>,
-    ks: Vec<u8>,
-    totals: Vec<u32>,
-    uniforms: Vec<u64>,
-    row_counts: Vec<u16>,
+    dense: DenseDraws,
     k_counts: Vec<u32>,
     doubled_of_k: Vec<i16>,
 }
@@ -720,23 +716,29 @@ fn doubled_ranks_of_ids16(
     doubled_of: &mut Vec<i16>,
     out: &mut Vec<i16>,
 ) -> f64 {
+    let ss = doubled_of_counts16(bins, doubled_of);
+    out.clear();
+    out.resize(ids.len(), 0);
+    for (o, c) in out.iter_mut().zip(ids) {
+        *o = doubled_of[*c as usize];
+    }
+    ss
+}
+
+/// Doubled average ranks, in 16 bits, of values given by their counts in ascending order of value
+/// (`counts[v]` cells took the `v`-th value) into `doubled_of[v]`, with the sum of their squares.
+fn doubled_of_counts16(counts: &[u32], doubled_of: &mut Vec<i16>) -> f64 {
     doubled_of.clear();
-    doubled_of.resize(bins.len(), 0);
-    let doubled_of = doubled_of.as_mut_slice();
+    doubled_of.resize(counts.len(), 0);
     let mut below = 0u32;
     let mut ss = 0.0;
-    for (b, r) in bins.iter().zip(doubled_of.iter_mut()) {
+    for (b, r) in counts.iter().zip(doubled_of.iter_mut()) {
         if *b > 0 {
             let d = 2 * below + *b + 1;
             *r = d as i16;
             ss += f64::from(*b) * f64::from(d) * f64::from(d);
             below += *b;
         }
-    }
-    out.clear();
-    out.resize(ids.len(), 0);
-    for (o, c) in out.iter_mut().zip(ids) {
-        *o = doubled_of[*c as usize];
     }
     ss
 }
@@ -760,18 +762,7 @@ fn doubled_ranks_of_counts16(
             .chunks_exact(row_n)
             .map(|c| c[rows.clone()].iter().map(|&n| u32::from(n)).sum::<u32>()),
     );
-    doubled_of.clear();
-    doubled_of.resize(counts.len(), 0);
-    let mut below = 0u32;
-    let mut ss = 0.0;
-    for (b, r) in counts.iter().zip(doubled_of.iter_mut()) {
-        if *b > 0 {
-            let d = 2 * below + *b + 1;
-            *r = d as i16;
-            ss += f64::from(*b) * f64::from(d) * f64::from(d);
-            below += *b;
-        }
-    }
+    let ss = doubled_of_counts16(counts, doubled_of);
     // A table for every byte, so that the lookup needs no bounds check.
     let mut table = [0i16; 256];
     table[..doubled_of.len()].copy_from_slice(doubled_of);
@@ -915,20 +906,13 @@ impl Plan<'_> {
                     .position_tasks
                     .extend(std::iter::repeat_n(d.task, d.copies));
             }
-            let stride = dp.dense.stride();
-            scratch.ks.resize(t_n * stride, 0);
-            scratch.totals.resize(stride, 0);
-            scratch.row_counts.resize((dp.dense.m() + 1) * stride, 0);
             dp.dense.draw(
                 &scratch.position_tasks,
                 &scratch.sorted_keys,
-                &mut scratch.ks,
-                &mut scratch.totals,
-                &mut scratch.row_counts,
-                &mut scratch.uniforms,
+                &mut scratch.dense,
             );
-            for (s, &n) in scratch.sums.iter_mut().zip(&scratch.totals) {
-                *s = f64::from(n) * dp.unit;
+            for (r, s) in scratch.sums.iter_mut().enumerate() {
+                *s = scratch.dense.passes(r) as f64 * dp.unit;
             }
         } else if self.agreement && self.n_rates <= COUNTING_MAX {
             scratch.ids.resize(rows * t_n, 0);
@@ -1027,42 +1011,37 @@ impl Plan<'_> {
         // whose common servers are both agents' whole boards (the usual case).
         scratch.cell_ranks16.resize_with(n_agents, Vec::new);
         for a in 0..n_agents {
-            if let Some(dp) = &self.dense {
-                scratch.cell_ss[a] = doubled_ranks_of_counts16(
-                    &scratch.ks,
-                    &scratch.row_counts,
+            // The agent's rate ids (general loop only).
+            let ids = self.off[a] * t_n..self.off[a + 1] * t_n;
+            scratch.cell_ss[a] = if let Some(dp) = &self.dense {
+                doubled_ranks_of_counts16(
+                    &scratch.dense.ks,
+                    &scratch.dense.row_counts,
                     dp.dense.stride(),
                     self.off[a]..self.off[a + 1],
                     &mut scratch.k_counts,
                     &mut scratch.doubled_of_k,
                     &mut scratch.cell_ranks16[a],
-                );
-                scratch.server_ss[a] = doubled_ranks(
-                    &scratch.sums[self.off[a]..self.off[a + 1]],
-                    &mut scratch.keys,
-                    &mut scratch.rx,
-                    &mut scratch.server_ranks[a],
-                );
-                continue;
-            }
-            let ids = &scratch.ids[self.off[a] * t_n..self.off[a + 1] * t_n];
-            scratch.cell_ss[a] = if self.cells16 {
+                )
+            } else if self.cells16 {
                 doubled_ranks_of_ids16(
-                    ids,
+                    &scratch.ids[ids],
                     &scratch.hist[a * self.n_rates..(a + 1) * self.n_rates],
                     &mut scratch.doubled16_of,
                     &mut scratch.cell_ranks16[a],
                 )
             } else if self.n_rates <= COUNTING_MAX {
                 doubled_ranks_of_ids(
-                    ids,
+                    &scratch.ids[ids],
                     &scratch.hist[a * self.n_rates..(a + 1) * self.n_rates],
                     &mut scratch.doubled_of,
                     &mut scratch.cell_ranks[a],
                 )
             } else {
                 scratch.x.clear();
-                scratch.x.extend(ids.iter().map(|c| f64::from(*c)));
+                scratch
+                    .x
+                    .extend(scratch.ids[ids].iter().map(|c| f64::from(*c)));
                 doubled_ranks(
                     &scratch.x,
                     &mut scratch.keys,
@@ -1470,6 +1449,26 @@ fn bootstrap_with(
         rank_bins: design.servers.iter().map(Vec::len).max().unwrap_or(0) + 1,
         code_bins,
     };
+    let cells16 = distinct.len() <= COUNTING_MAX
+        && design
+            .servers
+            .iter()
+            .all(|s| s.len() * design.tasks.len() <= SMALL_RANKS_MAX);
+    let level = crate::dense::best();
+    let dense = scale
+        .filter(|_| match dense_use {
+            DenseUse::WhenFaster => level >= Level::Avx2,
+            DenseUse::Always => true,
+            DenseUse::Never => false,
+        })
+        .filter(|_| !agreement || (cells16 && pairs.iter().all(|p| p.whole_boards)))
+        .and_then(|l| {
+            let dense = Dense::new(design, level)?;
+            Some(DensePlan {
+                unit: (l / dense.m() as u64) as f64,
+                dense,
+            })
+        });
     let plan = Plan {
         design,
         t_n: design.tasks.len(),
@@ -1478,33 +1477,13 @@ fn bootstrap_with(
         pairs,
         agreement,
         n_rates: distinct.len(),
-        cells16: distinct.len() <= COUNTING_MAX
-            && design
-                .servers
-                .iter()
-                .all(|s| s.len() * design.tasks.len() <= SMALL_RANKS_MAX),
+        cells16,
         scale,
         sensitivity: sens_plan,
         key: category_key(seed, &design.category),
         layout,
-        dense: None,
+        dense,
     };
-    let cells16 = plan.cells16;
-    let dense = scale
-        .filter(|_| match dense_use {
-            DenseUse::WhenFaster => crate::dense::faster(),
-            DenseUse::Always => true,
-            DenseUse::Never => false,
-        })
-        .filter(|_| !agreement || (cells16 && plan.pairs.iter().all(|p| p.whole_boards)))
-        .and_then(|l| {
-            let dense = Dense::new(design)?;
-            Some(DensePlan {
-                unit: (l / dense.m() as u64) as f64,
-                dense,
-            })
-        });
-    let plan = Plan { dense, ..plan };
     let draws = plan.run(resamples);
     let point = point_completion(design);
 
@@ -1611,7 +1590,7 @@ mod tests {
             [(3, 1, 7, 1), (4, 8, 18, 5), (3, 5, 12, 3), (1, 37, 4, 9)]
         {
             let d = design(agents, servers, tasks, |_, _, _| m, 7 + m as u64);
-            assert!(Dense::new(&d).is_some());
+            assert!(Dense::new(&d, Level::Portable).is_some());
             for resamples in [1, 300] {
                 let general = bootstrap_with(&d, None, 5, resamples, true, DenseUse::Never).0;
                 let dense = bootstrap_with(&d, None, 5, resamples, true, DenseUse::Always).0;
@@ -1650,8 +1629,9 @@ mod tests {
 
     #[test]
     fn dense_form_needs_one_attempt_count() {
+        let dense = |d: Design| Dense::new(&d, Level::Portable);
         assert!(
-            Dense::new(&design(
+            dense(design(
                 2,
                 3,
                 4,
@@ -1660,8 +1640,8 @@ mod tests {
             ))
             .is_none()
         );
-        assert!(Dense::new(&design(2, 3, 4, |_, _, _| 0, 1)).is_none());
-        assert!(Dense::new(&design(2, 3, 4, |_, _, _| 65, 1)).is_none());
-        assert!(Dense::new(&design(2, 3, 4, |_, _, _| 64, 1)).is_some());
+        assert!(dense(design(2, 3, 4, |_, _, _| 0, 1)).is_none());
+        assert!(dense(design(2, 3, 4, |_, _, _| 65, 1)).is_none());
+        assert!(dense(design(2, 3, 4, |_, _, _| 64, 1)).is_some());
     }
 }

@@ -9,7 +9,7 @@
 //! the very same number). Rows are independent lanes: the compiler turns the loops into vector
 //! instructions, and the kernel is compiled again for processors with AVX2 and with AVX-512, the best
 //! one chosen at run time after asking the processor what it has. The bootstrap takes this path only
-//! with one of those ([`faster`]); the portable build is kept for the tests that hold every build to the
+//! with one of those ([`Level`]); the portable build is kept for the tests that hold every build to the
 //! general loop.
 //!
 //! The general loop in `bootstrap` handles every other design (cells of different sizes, no exact
@@ -38,12 +38,39 @@ pub struct Dense {
     fixed: Vec<u8>,
     /// ... and `moves[t * stride + r]` = `0xFF` for a cell that moves, `0` for one that cannot.
     moves: Vec<u8>,
+    /// The kernel build that draws (one this processor runs).
+    level: Level,
+}
+
+/// One resample's dense draws: `ks[p * stride + r]` passes of row `r` at position `p`, and
+/// `row_counts[k * stride + r]` = how many positions drew `k` passes in row `r` (both with the padding
+/// rows).
+#[derive(Debug, Default)]
+pub struct DenseDraws {
+    pub ks: Vec<u8>,
+    pub row_counts: Vec<u16>,
+    /// Scratch: one uniform per row.
+    uniforms: Vec<u64>,
+}
+
+impl DenseDraws {
+    /// Row `r`'s passes over every position.
+    pub fn passes(&self, r: usize) -> u32 {
+        let stride = self.uniforms.len();
+        self.row_counts
+            .chunks_exact(stride)
+            .enumerate()
+            .map(|(k, counts)| k as u32 * u32::from(counts[r]))
+            .sum()
+    }
 }
 
 impl Dense {
-    /// The dense form of `design`'s board, if every cell has the same `m` in `1..=MAX_ATTEMPTS` (and
-    /// there are at most 65,535 tasks, so that per-row tallies fit 16 bits).
-    pub fn new(design: &Design) -> Option<Dense> {
+    /// The dense form of `design`'s board, drawn by the kernel built for `level` (at most [`best`]), if
+    /// every cell has the same `m` in `1..=MAX_ATTEMPTS` (and there are at most 65,535 tasks, so that
+    /// per-row tallies fit 16 bits).
+    pub fn new(design: &Design, level: Level) -> Option<Dense> {
+        assert!(level <= best(), "the processor lacks {level:?}");
         let board: Vec<&[Cell]> = design
             .cells
             .iter()
@@ -68,6 +95,7 @@ impl Dense {
             thresholds: vec![0; t_n * m * rows],
             fixed: vec![0; t_n * rows],
             moves: vec![0; t_n * rows],
+            level,
         };
         for (r, cells) in board.iter().enumerate() {
             for (t, c) in cells.iter().enumerate() {
@@ -95,98 +123,51 @@ impl Dense {
     }
 
     /// Draw every row's pass count for each copy: copy `p` is task `tasks[p]` with stream key
-    /// `keys[p]`; its counts go to `ks[p * stride..(p + 1) * stride]`, and each row's total over the
-    /// copies to `totals[r]` (both with the padding rows), and how many copies drew `k` passes in row
-    /// `r` to `row_counts[k * stride + r]`. `x` is scratch.
-    pub fn draw(
-        &self,
-        tasks: &[usize],
-        keys: &[u64],
-        ks: &mut [u8],
-        totals: &mut [u32],
-        row_counts: &mut [u16],
-        x: &mut Vec<u64>,
-    ) {
-        self.draw_with(best(), tasks, keys, ks, totals, row_counts, x);
-    }
-
-    /// [`Dense::draw`] with the kernel built for `level`, which must be one this processor has
-    /// ([`best`] or below).
-    #[allow(clippy::too_many_arguments)]
-    fn draw_with(
-        &self,
-        level: Level,
-        tasks: &[usize],
-        keys: &[u64],
-        ks: &mut [u8],
-        totals: &mut [u32],
-        row_counts: &mut [u16],
-        x: &mut Vec<u64>,
-    ) {
+    /// `keys[p]` (see [`DenseDraws`] for where the counts go).
+    pub fn draw(&self, tasks: &[usize], keys: &[u64], out: &mut DenseDraws) {
         assert_eq!(tasks.len(), keys.len());
-        assert_eq!(ks.len(), tasks.len() * self.stride);
-        assert_eq!(totals.len(), self.stride);
-        assert_eq!(row_counts.len(), (self.m + 1) * self.stride);
         assert!(tasks.len() <= usize::from(u16::MAX));
-        assert!(level <= best(), "the processor lacks {level:?}");
-        match level {
-            // SAFETY (both calls): `level` is at most `best()`, which has asked the processor and found
-            // every feature the called function is compiled for; the function is otherwise the safe,
-            // portable body below.
+        out.ks.clear();
+        out.ks.resize(tasks.len() * self.stride, 0);
+        out.row_counts.clear();
+        out.row_counts.resize((self.m + 1) * self.stride, 0);
+        out.uniforms.clear();
+        out.uniforms.resize(self.stride, 0);
+        match self.level {
+            // SAFETY (both calls): `level` is at most `best()` (checked in `new`), which asked the
+            // processor and found every feature the called function is compiled for; the function is
+            // otherwise the safe, portable body below.
             #[cfg(target_arch = "x86_64")]
             #[allow(unsafe_code)]
-            Level::Avx512 => unsafe { self.draw_avx512(tasks, keys, ks, totals, row_counts, x) },
+            Level::Avx512 => unsafe { self.draw_avx512(tasks, keys, out) },
             #[cfg(target_arch = "x86_64")]
             #[allow(unsafe_code)]
-            Level::Avx2 => unsafe { self.draw_avx2(tasks, keys, ks, totals, row_counts, x) },
-            _ => self.draw_portable(tasks, keys, ks, totals, row_counts, x),
+            Level::Avx2 => unsafe { self.draw_avx2(tasks, keys, out) },
+            _ => self.draw_portable(tasks, keys, out),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
-    fn draw_avx512(
-        &self,
-        tasks: &[usize],
-        keys: &[u64],
-        ks: &mut [u8],
-        totals: &mut [u32],
-        row_counts: &mut [u16],
-        x: &mut Vec<u64>,
-    ) {
-        self.draw_portable(tasks, keys, ks, totals, row_counts, x);
+    fn draw_avx512(&self, tasks: &[usize], keys: &[u64], out: &mut DenseDraws) {
+        self.draw_portable(tasks, keys, out);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn draw_avx2(
-        &self,
-        tasks: &[usize],
-        keys: &[u64],
-        ks: &mut [u8],
-        totals: &mut [u32],
-        row_counts: &mut [u16],
-        x: &mut Vec<u64>,
-    ) {
-        self.draw_portable(tasks, keys, ks, totals, row_counts, x);
+    fn draw_avx2(&self, tasks: &[usize], keys: &[u64], out: &mut DenseDraws) {
+        self.draw_portable(tasks, keys, out);
     }
 
     #[inline(always)]
-    fn draw_portable(
-        &self,
-        tasks: &[usize],
-        keys: &[u64],
-        ks: &mut [u8],
-        totals: &mut [u32],
-        row_counts: &mut [u16],
-        x: &mut Vec<u64>,
-    ) {
+    fn draw_portable(&self, tasks: &[usize], keys: &[u64], draws: &mut DenseDraws) {
         let stride = self.stride;
         let m = self.m;
-        x.clear();
-        x.resize(stride, 0);
-        totals.fill(0);
-        row_counts.fill(0);
+        let DenseDraws {
+            ks,
+            row_counts,
+            uniforms: x,
+        } = draws;
         for ((&t, &ck), out) in tasks.iter().zip(keys).zip(ks.chunks_exact_mut(stride)) {
             let row_keys = &self.keys[t * stride..(t + 1) * stride];
             for (xv, &key) in x.iter_mut().zip(row_keys) {
@@ -214,9 +195,6 @@ impl Dense {
                     out[l] = (count[l] & mv[l]) | fx[l];
                 }
             }
-            for (total, &k) in totals.iter_mut().zip(out.iter()) {
-                *total += u32::from(k);
-            }
             for (k, counts) in row_counts.chunks_exact_mut(stride).enumerate() {
                 for (c, &kk) in counts.iter_mut().zip(out.iter()) {
                     *c += u16::from(usize::from(kk) == k);
@@ -226,7 +204,10 @@ impl Dense {
     }
 }
 
-/// The vector instruction sets the kernel is built for, in order.
+/// The vector instruction sets the kernel is built for, in order. The bootstrap takes the dense path
+/// with AVX2 or AVX-512: over a full-size analysis (CPU time, alternating runs) the AVX-512 kernel took
+/// 134 ms where the general loop took 165, the AVX2 kernel 150, and the portable build (baseline x86-64
+/// vectors, without 64-bit multiplies or unsigned 64-bit comparisons) 190.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     /// Baseline x86-64 (or another architecture's baseline).
@@ -236,7 +217,7 @@ pub enum Level {
     Avx512,
 }
 
-/// The best kernel this processor runs (asked once per call; the standard library caches the answer).
+/// The best kernel this processor runs.
 pub fn best() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
@@ -252,14 +233,6 @@ pub fn best() -> Level {
         }
     }
     Level::Portable
-}
-
-/// Whether the dense draws are faster here than the general loop: with the AVX-512 or AVX2 kernel.
-/// Over a full-size analysis (CPU time, alternating runs) the AVX-512 kernel took 134 ms where the
-/// general loop took 165, the AVX2 kernel 150, and the portable build (baseline x86-64 vectors, without
-/// 64-bit multiplies or unsigned 64-bit comparisons) 190; so without AVX2 the general loop runs.
-pub fn faster() -> bool {
-    best() >= Level::Avx2
 }
 
 #[cfg(test)]
@@ -300,7 +273,7 @@ mod tests {
             servers: vec![(0..servers).map(|sv| sv.to_string()).collect(); agents as usize],
             cells,
         };
-        let dense = Dense::new(&d).expect("uniform attempt counts");
+        let dense = Dense::new(&d, Level::Portable).expect("uniform attempt counts");
         let stride = dense.stride();
         assert_eq!(stride, 32);
         let positions: Vec<usize> = (0..tasks)
@@ -308,31 +281,24 @@ mod tests {
             .collect();
         let keys: Vec<u64> = positions.iter().map(|_| s.next_u64()).collect();
         let run = |level: Level| {
-            let mut ks = vec![0u8; tasks * stride];
-            let mut totals = vec![0u32; stride];
-            let mut counts = vec![0u16; (m + 1) * stride];
-            let mut x = Vec::new();
-            dense.draw_with(
-                level,
-                &positions,
-                &keys,
-                &mut ks,
-                &mut totals,
-                &mut counts,
-                &mut x,
-            );
-            (ks, totals, counts)
+            let mut draws = DenseDraws::default();
+            Dense::new(&d, level)
+                .expect("uniform attempt counts")
+                .draw(&positions, &keys, &mut draws);
+            draws
         };
-        let (ks, totals, counts) = run(Level::Portable);
+        let draws = run(Level::Portable);
         for level in [Level::Avx2, Level::Avx512] {
             if level <= best() {
+                let other = run(level);
                 assert_eq!(
-                    run(level),
-                    (ks.clone(), totals.clone(), counts.clone()),
+                    (&other.ks, &other.row_counts),
+                    (&draws.ks, &draws.row_counts),
                     "{level:?}"
                 );
             }
         }
+        let (ks, counts) = (&draws.ks, &draws.row_counts);
         // Each draw is the general loop's inversion of the same uniform.
         let rows = agents as usize * servers;
         for (p, (&t, &ck)) in positions.iter().zip(&keys).enumerate() {
@@ -354,7 +320,10 @@ mod tests {
         }
         for r in 0..stride {
             let drawn: Vec<u8> = ks.chunks_exact(stride).map(|p| p[r]).collect();
-            assert_eq!(totals[r], drawn.iter().map(|&k| u32::from(k)).sum::<u32>());
+            assert_eq!(
+                draws.passes(r),
+                drawn.iter().map(|&k| u32::from(k)).sum::<u32>()
+            );
             for k in 0..=m {
                 let n = drawn.iter().filter(|&&x| usize::from(x) == k).count();
                 assert_eq!(usize::from(counts[k * stride + r]), n);
