@@ -545,7 +545,8 @@ enum DenseUse {
     /// When the design allows it and this processor runs the vector kernel faster than the general
     /// loop (it has AVX2 or AVX-512).
     WhenFaster,
-    /// When the design allows it (tests: the portable kernel against the general loop).
+    /// When the design allows it, with the best kernel this processor runs (tests: dense against the
+    /// general loop).
     #[cfg_attr(not(test), allow(dead_code))]
     Always,
     #[cfg_attr(not(test), allow(dead_code))]
