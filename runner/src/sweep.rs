@@ -229,11 +229,7 @@ fn draft_for(
         plan_hash: plan.hash(),
         sweep_id: sweep.sweep_id.clone(),
         sweep_seed: sweep.seed,
-        lock: LockManifest {
-            servers,
-            agents,
-            images: vec![],
-        },
+        lock: LockManifest { servers, agents },
         server_configs,
         agent_configs: BTreeMap::new(),
         // Calibrated agents get their budget when calibration freezes it (`freeze_budgets`).
@@ -592,8 +588,9 @@ fn backend_of(sweep: &SweepConfig, file: &Path) -> Result<BackendKind, SweepErro
     BackendKind::parse(&sweep.isolation).ok_or_else(|| SweepError::Input {
         file: file.to_path_buf(),
         message: format!(
-            "field `isolation`: `{}` is not netns, docker or none",
-            sweep.isolation
+            "field `isolation`: `{}` is not a supported isolation backend (supported: {})",
+            sweep.isolation,
+            BackendKind::NAMES.join(", "),
         ),
     })
 }

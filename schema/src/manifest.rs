@@ -32,7 +32,7 @@ pub struct ManifestDraft {
     /// Attempt time limit per agent, in seconds (Methodology §6.4).
     #[serde(default)]
     pub timeout_budgets_s: BTreeMap<String, u64>,
-    /// `netns`, `docker` or `none`.
+    /// `netns` or `none`.
     pub isolation_backend: String,
     /// True when the isolation backend is `none`: the site marks such bundles as unisolated.
     pub unisolated: bool,
@@ -48,15 +48,14 @@ pub struct ManifestDraft {
     pub notes: Vec<String>,
 }
 
-/// Every pinned thing a sweep ran: server packages, agent programs, model ids, images.
+/// Every pinned thing a sweep ran: server packages, agent programs, model ids. (Bundles sealed while
+/// a container backend existed also carry an `images` list, always empty; readers ignore it.)
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LockManifest {
     #[serde(default)]
     pub servers: Vec<LockedServer>,
     #[serde(default)]
     pub agents: Vec<LockedAgent>,
-    #[serde(default)]
-    pub images: Vec<LockedImage>,
 }
 
 /// One installed server package.
@@ -78,13 +77,6 @@ pub struct LockedAgent {
     pub program: String,
     pub program_version: String,
     pub model_id: Option<String>,
-}
-
-/// One container image, where the docker backend was used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LockedImage {
-    pub name: String,
-    pub image_id: String,
 }
 
 /// One table file of a bundle.

@@ -40,7 +40,6 @@ pub fn sample_draft(bundle_id: &str) -> ManifestDraft {
                 program_version: "0.1.0".into(),
                 model_id: None,
             }],
-            images: vec![],
         },
         server_configs: Default::default(),
         agent_configs: Default::default(),

@@ -137,8 +137,9 @@ pub struct SweepConfig {
     pub categories: Vec<SweepCategory>,
     #[serde(default = "default_rule")]
     pub attempts: AttemptRule,
-    /// `netns` (default on Linux), `docker` or `none` (development only: the bundle is unisolated).
-    #[serde(default = "default_backend")]
+    /// `netns` (the default) or `none` (development only: the bundle is unisolated). The runner refuses
+    /// any other name, naming the sweep file, this field and the supported backends.
+    #[serde(default = "default_backend", deserialize_with = "isolation_backend")]
     pub isolation: String,
     #[serde(default)]
     pub timeouts: TimeoutPolicy,
@@ -169,6 +170,26 @@ fn default_rule() -> AttemptRule {
 }
 fn default_backend() -> String {
     "netns".into()
+}
+
+/// The isolation backends a sweep may name (`isolation`), in the order error messages list them.
+pub const ISOLATION_BACKENDS: [&str; 2] = ["netns", "none"];
+
+/// Reads `isolation`, refusing any name but [`ISOLATION_BACKENDS`] (the error lists them).
+fn isolation_backend<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    if ISOLATION_BACKENDS.contains(&name.as_str()) {
+        return Ok(name);
+    }
+    let removed = if name == "docker" {
+        "; the docker backend was removed, use netns"
+    } else {
+        ""
+    };
+    Err(serde::de::Error::custom(format!(
+        "`{name}` is not a supported isolation backend (supported: {}){removed}",
+        ISOLATION_BACKENDS.join(", ")
+    )))
 }
 fn yes() -> bool {
     true

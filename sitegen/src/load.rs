@@ -280,9 +280,6 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             format!("{} {}", ag.program, ag.program_version),
         );
     }
-    for im in &d.lock.images {
-        lock.insert(format!("image {}", im.name), im.image_id.clone());
-    }
     let meta = BundleMeta {
         bundle_id: d.bundle_id.clone(),
         sweep_id: d.sweep_id.clone(),

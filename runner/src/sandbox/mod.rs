@@ -1,4 +1,4 @@
-//! Per-attempt worlds: the isolation backends (`netns`, `docker`, `none`), the fixture host and database
+//! Per-attempt worlds: the isolation backends (`netns`, `none`), the fixture host and database
 //! forwarder they contain, and process-tree hygiene.
 //!
 //! One [`World`] per attempt. [`World::create`] builds the attempt's isolated network, starts its
@@ -9,11 +9,10 @@
 //! isolated, which resource limits took effect — is reported by [`World::isolation`] for the bundle.
 //!
 //! The `netns` backend (see [`netns`]) is the default on Linux; `none` runs the server directly on the
-//! host for development only and says so (`isolated: false`); `docker` (see [`docker`]) builds the
-//! `docker run` invocation for operators who have an engine.
+//! host for development only and says so (`isolated: false`). These are the only backends
+//! ([`BackendKind::NAMES`]); a sweep file naming any other is refused before anything runs.
 
 pub mod cgroup;
-pub mod docker;
 mod forward;
 pub mod netns;
 
@@ -51,18 +50,17 @@ pub const SANDBOX_LANG: &str = "C.UTF-8";
 pub enum BackendKind {
     /// A fresh network namespace, bubblewrap, cgroup limits (Linux, root).
     Netns,
-    /// `docker run -i --rm --init` on an internal network per attempt.
-    Docker,
     /// No isolation (development only; bundles are marked unisolated).
     None,
 }
 
 impl BackendKind {
+    /// Every backend's recorded name, in the order error messages list them (the sweep schema's list).
+    pub const NAMES: [&'static str; 2] = agentrank_schema::sweep::ISOLATION_BACKENDS;
     /// The name recorded in manifests.
     pub fn as_str(self) -> &'static str {
         match self {
             BackendKind::Netns => "netns",
-            BackendKind::Docker => "docker",
             BackendKind::None => "none",
         }
     }
@@ -70,7 +68,6 @@ impl BackendKind {
     pub fn parse(s: &str) -> Option<BackendKind> {
         match s {
             "netns" => Some(BackendKind::Netns),
-            "docker" => Some(BackendKind::Docker),
             "none" => Some(BackendKind::None),
             _ => None,
         }
@@ -249,18 +246,29 @@ impl World {
                     applied_limits: ns.applied_limits(),
                     missing_limits: ns.missing_limits(),
                     fixture_url: format!("http://{}", agentrank_schema::fixture::FIXTURE_HOST_NAME),
-                    database_endpoint: spec
-                        .database
-                        .map(|d| (agentrank_schema::fixture::DATABASE_HOST_NAME.to_owned(), d.engine.default_port())),
+                    database_endpoint: spec.database.map(|d| {
+                        (
+                            agentrank_schema::fixture::DATABASE_HOST_NAME.to_owned(),
+                            d.engine.default_port(),
+                        )
+                    }),
                 };
-                Ok(World { attempt_id: spec.attempt_id, inner: Inner::Netns(ns), host: Some(host), forwarder, report })
+                Ok(World {
+                    attempt_id: spec.attempt_id,
+                    inner: Inner::Netns(ns),
+                    host: Some(host),
+                    forwarder,
+                    report,
+                })
             }
             BackendKind::None => {
-                let site_l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("bind fixture listener"))?;
+                let site_l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    .map_err(io_err("bind fixture listener"))?;
                 let canary_l = match &spec.site.canaries.loopback {
-                    Some(c) => {
-                        Some(TcpListener::bind((Ipv4Addr::LOCALHOST, c.port)).map_err(io_err("bind canary listener"))?)
-                    }
+                    Some(c) => Some(
+                        TcpListener::bind((Ipv4Addr::LOCALHOST, c.port))
+                            .map_err(io_err("bind canary listener"))?,
+                    ),
                     None => None,
                 };
                 let host = FixtureHost::start(spec.site.clone(), site_l, canary_l)?;
@@ -268,9 +276,13 @@ impl World {
                     backend: BackendKind::None,
                     isolated: false,
                     applied_limits: Vec::new(),
-                    missing_limits: vec!["all: the none backend applies no isolation and no limits".into()],
+                    missing_limits: vec![
+                        "all: the none backend applies no isolation and no limits".into(),
+                    ],
                     fixture_url: format!("http://{}", host.site_addr()),
-                    database_endpoint: spec.database.map(|d| (d.upstream.ip().to_string(), d.upstream.port())),
+                    database_endpoint: spec
+                        .database
+                        .map(|d| (d.upstream.ip().to_string(), d.upstream.port())),
                 };
                 Ok(World {
                     attempt_id: spec.attempt_id,
@@ -286,10 +298,6 @@ impl World {
                     report,
                 })
             }
-            BackendKind::Docker => Err(SandboxError::Unsupported(
-                "docker",
-                "the runner drives docker through `docker::run_args`; in-process worlds are netns or none".into(),
-            )),
         }
     }
 

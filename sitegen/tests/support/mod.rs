@@ -357,7 +357,6 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                     model_id: Some(format!("{a}-model-2026")),
                 })
                 .collect(),
-            images: vec![],
         },
         server_configs,
         agent_configs,
@@ -937,7 +936,6 @@ pub fn real_shape(root: &Path) -> RealShape {
                     model_id: None,
                 })
                 .collect(),
-            images: vec![],
         },
         server_configs,
         agent_configs: BTreeMap::new(),

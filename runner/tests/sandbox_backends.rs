@@ -1,0 +1,112 @@
+//! The isolation backends a sweep may name: `netns` and `none`, nothing else. A sweep file naming
+//! another backend (the removed `docker` one, say) is refused before anything runs, with the file, the
+//! field and the supported backends in the message, by `plan` and `sweep` alike.
+
+use std::path::Path;
+use std::process::Command;
+
+use agentrank_runner::sandbox::BackendKind;
+
+fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("run agentrank-run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The smoke sweep with its `isolation` line replaced.
+fn sweep_with_isolation(dir: &Path, isolation: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(repo_root().join("sweeps/smoke.toml")).expect("smoke.toml");
+    assert!(
+        text.contains("isolation = \"netns\""),
+        "smoke.toml names its backend"
+    );
+    let path = dir.join(format!("smoke-{isolation}.toml"));
+    std::fs::write(
+        &path,
+        text.replace(
+            "isolation = \"netns\"",
+            &format!("isolation = \"{isolation}\""),
+        ),
+    )
+    .expect("write sweep");
+    path
+}
+
+#[test]
+fn only_netns_and_none_are_backends() {
+    assert_eq!(BackendKind::NAMES, ["netns", "none"]);
+    for name in BackendKind::NAMES {
+        assert_eq!(
+            BackendKind::parse(name).map(BackendKind::as_str),
+            Some(name)
+        );
+    }
+    assert_eq!(BackendKind::parse("docker"), None);
+}
+
+#[test]
+fn a_sweep_naming_docker_is_refused_with_file_field_and_backends() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file = sweep_with_isolation(tmp.path(), "docker");
+    let plan_out = tmp.path().join("plan.json");
+    let bundles = tmp.path().join("bundles");
+    for args in [
+        vec![
+            "plan".as_ref(),
+            file.as_os_str(),
+            "--out".as_ref(),
+            plan_out.as_os_str(),
+        ],
+        vec![
+            "sweep".as_ref(),
+            file.as_os_str(),
+            "--out".as_ref(),
+            bundles.as_os_str(),
+        ],
+    ] {
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 2, "{args:?}: stdout {stdout} stderr {stderr}");
+        for needle in [
+            file.display().to_string().as_str(),
+            "field `isolation`",
+            "`docker` is not a supported isolation backend",
+            "supported: netns, none",
+        ] {
+            assert!(
+                stderr.contains(needle),
+                "{args:?}: {needle:?} missing from {stderr}"
+            );
+        }
+        assert!(!plan_out.exists(), "a plan was written for a refused sweep");
+        assert!(
+            !bundles.exists(),
+            "a bundle directory was made for a refused sweep"
+        );
+    }
+    // The same file with a supported backend plans.
+    let ok = sweep_with_isolation(tmp.path(), "none");
+    let (code, stdout, stderr) = run(&[
+        "plan".as_ref(),
+        ok.as_os_str(),
+        "--out".as_ref(),
+        plan_out.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "stdout {stdout} stderr {stderr}");
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan_out).expect("plan file")).expect("plan json");
+    assert_eq!(plan["plan"]["sweep"]["isolation"], "none");
+    assert_eq!(plan["draft"]["isolation_backend"], "none");
+}
