@@ -1,6 +1,8 @@
 //! PostgreSQL and MariaDB sidecars started from the system binaries.
 //!
-//! A [`Sidecar`] owns one database server process: its data lives in a temporary directory, it runs as
+//! A [`Sidecar`] owns one database server process: its data lives in a temporary directory that also
+//! holds its own tmpdir, unix socket, pid file and log (nothing in the shared system temporary
+//! directory, where one MariaDB server's start-up would delete another's temporary tables), it runs as
 //! an unprivileged system user (`postgres` / `mysql` when present, else `nobody`) even though the
 //! runner is root, it listens on `127.0.0.1:{port}` and on a unix socket inside its directory, and its
 //! superuser has a random password known only to the runner. Per attempt the runner creates a database
@@ -419,9 +421,41 @@ impl Sidecar {
         Ok(())
     }
 
+    /// The sidecar's own temporary directory (`tmp/` inside its directory, owned by the server's
+    /// account). Every program of the sidecar gets it as `TMPDIR` and MariaDB as `--tmpdir`: a MariaDB
+    /// server deletes every `#sql*` file in its tmpdir when it starts, so sidecars sharing the system
+    /// temporary directory delete each other's temporary tables.
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+
+    /// The server's pid file, inside the sidecar directory.
+    pub fn pid_file(&self) -> PathBuf {
+        match self.engine {
+            Engine::Postgres => self.dir.path().join("postgres.pid"),
+            Engine::MariaDb => self.dir.path().join("mariadbd.pid"),
+        }
+    }
+
+    /// The directory that holds everything of this sidecar (data, socket, pid file, tmpdir, log).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn make_tmp_dir(&self, account: Account) -> Result<PathBuf, SidecarError> {
+        let tmp = self.tmp_dir();
+        fs::create_dir(&tmp).map_err(io_err(format!("create {}", tmp.display())))?;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o700))
+            .map_err(io_err(format!("chmod {}", tmp.display())))?;
+        std::os::unix::fs::chown(&tmp, Some(account.uid), Some(account.gid))
+            .map_err(io_err(format!("chown {}", tmp.display())))?;
+        Ok(tmp)
+    }
+
     fn start_postgres(&mut self, account: Account) -> Result<(), SidecarError> {
         let root = self.dir.path().to_path_buf();
         let data = root.join("data");
+        let tmp = self.make_tmp_dir(account)?;
         let pwfile =
             self.write_owned("pwfile", &format!("{}\n", self.superuser_password), account)?;
         let mut initdb = as_account(account, &format!("{POSTGRES_BIN_DIR}/initdb"));
@@ -436,6 +470,7 @@ impl Sidecar {
             .arg("--locale=C.UTF-8")
             .arg("--no-sync")
             .env("LANG", "C.UTF-8")
+            .env("TMPDIR", &tmp)
             .current_dir(&root);
         run_checked(initdb, Duration::from_secs(120))?;
         let _ = fs::remove_file(&pwfile);
@@ -457,7 +492,10 @@ impl Sidecar {
             .arg("full_page_writes=off")
             .arg("-c")
             .arg("max_connections=200")
+            .arg("-c")
+            .arg(format!("external_pid_file={}", self.pid_file().display()))
             .env("LANG", "C.UTF-8")
+            .env("TMPDIR", &tmp)
             .current_dir(&root);
         self.spawn_server(server)
     }
@@ -465,6 +503,7 @@ impl Sidecar {
     fn start_mariadb(&mut self, account: Account) -> Result<(), SidecarError> {
         let root = self.dir.path().to_path_buf();
         let data = root.join("data");
+        let tmp = self.make_tmp_dir(account)?;
         let mut install = as_account(account, "mariadb-install-db");
         install
             .arg("--no-defaults")
@@ -472,6 +511,9 @@ impl Sidecar {
             .arg("--auth-root-authentication-method=normal")
             .arg("--skip-test-db")
             .arg("--skip-name-resolve")
+            // Passed through to the bootstrap server, which keeps its temporary tables there.
+            .arg(format!("--tmpdir={}", tmp.display()))
+            .env("TMPDIR", &tmp)
             .current_dir(&root);
         run_checked(install, Duration::from_secs(120))?;
         // Executed by the server before it accepts connections: leave exactly one superuser account,
@@ -490,10 +532,8 @@ impl Sidecar {
             .arg(format!("--socket={}", self.socket_path().display()))
             .arg(format!("--port={}", self.port))
             .arg("--bind-address=127.0.0.1")
-            .arg(format!(
-                "--pid-file={}",
-                root.join("mariadbd.pid").display()
-            ))
+            .arg(format!("--pid-file={}", self.pid_file().display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--init-file={}", init_file.display()))
             .arg("--skip-name-resolve")
             .arg("--skip-log-bin")
@@ -502,6 +542,7 @@ impl Sidecar {
             .arg("--character-set-server=utf8mb4")
             .arg("--collation-server=utf8mb4_unicode_ci")
             .arg("--max-connections=200")
+            .env("TMPDIR", &tmp)
             .current_dir(&root);
         self.spawn_server(server)
     }

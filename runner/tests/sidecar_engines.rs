@@ -141,6 +141,126 @@ fn mariadb_sidecar_isolates_attempt_databases() {
     exercise(Engine::MariaDb);
 }
 
+/// The uid and gid of a system account, from `/etc/passwd`.
+fn account(name: &str) -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.first() == Some(&name))
+            .then(|| Some((f.get(2)?.parse().ok()?, f.get(3)?.parse().ok()?)))?
+    })
+}
+
+/// `TMPDIR` as the server process sees it (the runner is root and may read its environment).
+fn process_tmpdir(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"TMPDIR="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// Several sidecars of each engine started at the same moment, as concurrent engine tests and
+/// sweeps do. A MariaDB server deletes every `#sql*` file in its tmpdir when it starts, so sidecars
+/// that share the system temporary directory delete each other's temporary tables (and
+/// `mariadb-install-db` then aborts with "Could not remove temporary table"). Each sidecar must keep
+/// its tmpdir, socket and pid file inside its own directory and leave other files alone.
+#[test]
+fn sidecars_started_together_keep_tmpdir_socket_and_pid_file_to_themselves() {
+    // A leftover-looking temporary table in the system temp dir, owned by the MariaDB account: any
+    // MariaDB server whose tmpdir is the system temp dir removes it at start.
+    let canary = std::env::temp_dir().join(format!(
+        "#sql-temptable-agentrank-canary-{}.MAI",
+        std::process::id()
+    ));
+    std::fs::write(&canary, b"canary").expect("write canary");
+    if let Some((uid, gid)) = account("mysql") {
+        std::os::unix::fs::chown(&canary, Some(uid), Some(gid)).expect("chown canary");
+    }
+    const EACH: usize = 3;
+    let engines: Vec<Engine> = (0..EACH)
+        .flat_map(|_| [Engine::MariaDb, Engine::Postgres])
+        .collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(engines.len()));
+    let threads: Vec<_> = engines
+        .into_iter()
+        .enumerate()
+        .map(|(i, engine)| {
+            let barrier = barrier.clone();
+            // Each sidecar is started and stopped on its own thread (its parent-death signal is
+            // tied to the thread that spawned it).
+            std::thread::spawn(move || {
+                barrier.wait();
+                let sidecar = Sidecar::start(&SidecarConfig::new(engine))
+                    .unwrap_or_else(|e| panic!("{engine} sidecar {i} starts: {e}"));
+                let dir = sidecar.dir().to_path_buf();
+                let pid = sidecar.pid().expect("running");
+                // The server's own view of where it keeps things.
+                let facts = match engine {
+                    Engine::MariaDb => sidecar
+                        .run_sql("mysql", "SELECT @@tmpdir, @@socket, @@pid_file")
+                        .expect("query"),
+                    Engine::Postgres => sidecar
+                        .run_sql(
+                            "postgres",
+                            "SELECT current_setting('unix_socket_directories'), current_setting('external_pid_file')",
+                        )
+                        .expect("query"),
+                };
+                let tmpdir = process_tmpdir(pid);
+                // Work that uses temporary tables on disk, in a per-attempt database.
+                let access = sidecar
+                    .create_database(&format!("attempt_{i}"), &format!("user_{i}"), "passwordT1", None)
+                    .expect("create database");
+                let sql = "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);                            INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');                            SELECT count(DISTINCT v) FROM (SELECT v FROM t UNION SELECT v FROM t) u";
+                let count = run_as_attempt(&access, &access.database, sql).expect("attempt sql");
+                assert_eq!(count.trim(), "3", "{engine} sidecar {i}");
+                let pid_file = sidecar.pid_file();
+                let pid_in_file = std::fs::read_to_string(&pid_file)
+                    .ok()
+                    .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<u32>().ok()));
+                sidecar.stop(Duration::from_secs(20)).expect("clean stop");
+                assert!(!pid_alive(pid), "{engine} sidecar {i}: server outlived stop");
+                (engine, dir, facts, tmpdir, pid_file, pid_in_file, pid)
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads
+        .into_iter()
+        .map(|t| t.join().expect("sidecar thread"))
+        .collect();
+    let canary_survived = canary.exists();
+    let _ = std::fs::remove_file(&canary);
+    for (engine, dir, facts, tmpdir, pid_file, pid_in_file, pid) in results {
+        let dir_s = dir.display().to_string();
+        for fact in facts.trim().split('\t') {
+            assert!(
+                fact.starts_with(&dir_s),
+                "{engine}: `{fact}` is outside the sidecar's directory {dir_s} (all: {facts:?})"
+            );
+        }
+        assert!(
+            tmpdir.as_deref().is_some_and(|t| t.starts_with(&dir_s)),
+            "{engine}: the server's TMPDIR is {tmpdir:?}, not inside {dir_s}"
+        );
+        assert!(
+            pid_file.starts_with(&dir),
+            "{engine}: pid file {}",
+            pid_file.display()
+        );
+        assert_eq!(
+            pid_in_file,
+            Some(pid),
+            "{engine}: pid file {}",
+            pid_file.display()
+        );
+    }
+    assert!(
+        canary_survived,
+        "a sidecar deleted {} from the system temporary directory",
+        canary.display()
+    );
+}
+
 #[test]
 fn postgres_template_copy_carries_the_dataset_to_the_attempt_owner() {
     let sidecar = Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
