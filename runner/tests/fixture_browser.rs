@@ -136,6 +136,7 @@ fn chromium(world: &mut World, url: &str) -> String {
         env: BTreeMap::new(),
         read_only_paths: Vec::new(),
         read_only_maps: Vec::new(),
+        virtual_display: false,
     };
     let mut child = world.spawn(&cmd).expect("spawn chromium");
     drop(child.stdin.take());

@@ -152,6 +152,7 @@ fn official_fetch_server_fetches_the_fixture_with_its_defaults() {
             env: BTreeMap::new(),
             read_only_paths: vec![venv.clone()],
             read_only_maps: Vec::new(),
+            virtual_display: false,
         })
         .expect("spawn fetch server");
     let stdout = child.stdout.take().expect("stdout");

@@ -48,6 +48,7 @@ fn sh(script: &str) -> ServerCommand {
         env: BTreeMap::from([("DECLARED_SETTING".to_owned(), "declared-value".to_owned())]),
         read_only_paths: Vec::new(),
         read_only_maps: Vec::new(),
+        virtual_display: false,
     }
 }
 

@@ -29,6 +29,7 @@ fn run(world: &mut World, script: &str, env: BTreeMap<String, String>) -> String
         env,
         read_only_paths: Vec::new(),
         read_only_maps: Vec::new(),
+        virtual_display: false,
     };
     let mut child = world.spawn(&cmd).expect("spawn");
     drop(child.stdin.take());

@@ -881,6 +881,7 @@ pub fn run_attempt(
                             env: server_env,
                             read_only_paths,
                             read_only_maps,
+                            virtual_display: server.launch.virtual_display,
                         };
                         match world.command(&command) {
                             Err(e) => signals

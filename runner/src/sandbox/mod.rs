@@ -117,12 +117,61 @@ pub struct ServerCommand {
     pub program: String,
     pub args: Vec<String>,
     /// The variables the server's configuration declares; nothing else from the runner's environment
-    /// reaches it besides `HOME` and `LANG` (and the default `PATH` when none is declared).
+    /// reaches it besides `HOME` and `LANG` (and the default `PATH` when none is declared, and
+    /// `DISPLAY` when it has a virtual display).
     pub env: BTreeMap<String, String>,
     /// Host paths made visible read-only at the same path inside the sandbox (installed packages).
     pub read_only_paths: Vec<PathBuf>,
     /// Host directories made visible read-only at another path inside the sandbox: (host, inside).
     pub read_only_maps: Vec<(PathBuf, PathBuf)>,
+    /// Start a virtual display (Xvfb) of its own inside the sandbox first and give the server its
+    /// `DISPLAY` (servers that default to a headed browser; Methodology §3.7).
+    pub virtual_display: bool,
+}
+
+/// The X server a [`ServerCommand::virtual_display`] gets (Debian's `xvfb`).
+pub const XVFB: &str = "/usr/bin/Xvfb";
+
+/// The screen of the virtual display: width x height x depth.
+pub const VIRTUAL_SCREEN: &str = "1280x1024x24";
+
+/// How a server with a virtual display starts, run by `/bin/sh -c` inside the sandbox with Xvfb as
+/// `$0` and the server's program and arguments as `"$@"`: Xvfb picks a free display and reports its
+/// number on a pipe once it accepts clients (`-displayfd`), the script exports `DISPLAY` and execs
+/// the server, which becomes Xvfb's parent. Xvfb never listens on TCP. It lives in the attempt's
+/// process tree, cgroup and pid namespace, so it dies with the attempt: when the server exits, the
+/// sandbox's init exits and the kernel kills what is left in the namespace, and teardown kills the
+/// cgroup. If Xvfb cannot start, the script exits with code 96 and Xvfb's own messages on stderr.
+fn display_script() -> String {
+    format!(
+        r#"d=$(mktemp -d) || exit 96
+mkfifo "$d/display" || exit 96
+"$0" -displayfd 3 -nolisten tcp -noreset -screen 0 {VIRTUAL_SCREEN} 3>"$d/display" >"$d/log" 2>&1 </dev/null &
+n=
+read -r n <"$d/display"
+case "$n" in
+''|*[!0-9]*) echo "agentrank: the virtual display (Xvfb) did not start:" >&2; cat "$d/log" >&2; exit 96 ;;
+esac
+rm -rf "$d"
+export DISPLAY=":$n"
+exec "$@""#
+    )
+}
+
+/// The program and arguments that start `server`: the server itself, or the virtual-display script
+/// with the server as its arguments.
+pub(crate) fn launch_of(server: &ServerCommand) -> (String, Vec<String>) {
+    if !server.virtual_display {
+        return (server.program.clone(), server.args.clone());
+    }
+    let mut args = vec![
+        "-c".to_owned(),
+        display_script(),
+        XVFB.to_owned(),
+        server.program.clone(),
+    ];
+    args.extend(server.args.iter().cloned());
+    ("/bin/sh".to_owned(), args)
 }
 
 /// What a world reports about its isolation, for the bundle.
@@ -316,8 +365,9 @@ impl World {
         match &self.inner {
             Inner::Netns(ns) => ns.command(server),
             Inner::Unisolated(u) => {
-                let mut cmd = Command::new(&server.program);
-                cmd.args(&server.args)
+                let (program, args) = launch_of(server);
+                let mut cmd = Command::new(program);
+                cmd.args(args)
                     .env_clear()
                     .envs(server_env(&server.env))
                     // No isolation: a fresh HOME of its own on the host instead of /home/runner.

@@ -14,7 +14,9 @@
 //! cgroup namespaces; read-only `/usr` and `/etc`; generated `/etc/hosts`, `/etc/resolv.conf`,
 //! `/etc/passwd`; a fresh `HOME` at `/home/runner`; private `/tmp`; the file canary at
 //! `/work/outside`; only the declared environment plus `HOME`, `LANG` (and a default `PATH` if none is declared);
-//! `--die-with-parent`, so the sandbox dies with the runner thread that spawned it).
+//! `--die-with-parent`, so the sandbox dies with the runner thread that spawned it). A server that
+//! needs a virtual display runs under its own Xvfb started inside all of that (see
+//! [`ServerCommand::virtual_display`](super::ServerCommand::virtual_display)).
 
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -344,10 +346,11 @@ impl NetnsWorld {
         }
         cmd.args(["--chdir", SANDBOX_HOME, "--clearenv"]);
         let env = super::server_env(&server.env);
+        let (program, args) = super::launch_of(server);
         for (k, v) in &env {
             cmd.arg("--setenv").arg(k).arg(v);
         }
-        cmd.arg("--").arg(&server.program).args(&server.args);
+        cmd.arg("--").arg(program).args(args);
         // The wrapper chain itself sees nothing of the runner's environment either.
         cmd.env_clear()
             .env("PATH", super::SANDBOX_PATH)
