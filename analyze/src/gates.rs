@@ -142,15 +142,25 @@ pub fn leak_gate(
         .collect();
     ids.sort();
     ids.dedup();
-    let explanation = if quarantined.is_empty() {
-        format!(
+    // Without a recorded task-lint run the gate cannot say that no task failed it.
+    let not_linted = "task-lint was not checked (the input records no task-lint run)";
+    let explanation = match (quarantined.is_empty(), lint_checked) {
+        (true, true) => format!(
             "No task passed the no-server control ({control_attempts} control attempts), none leaked, none failed task-lint."
-        )
-    } else {
-        format!(
-            "Quarantined for redesign: {} (no-server control pass, INVALID_LEAK or task-lint).",
-            quarantined.iter().cloned().collect::<Vec<_>>().join(", ")
-        )
+        ),
+        (true, false) => format!(
+            "No task passed the no-server control ({control_attempts} control attempts) and none leaked; {not_linted}."
+        ),
+        (false, checked) => format!(
+            "Quarantined for redesign: {} (no-server control pass, INVALID_LEAK{}).{}",
+            quarantined.iter().cloned().collect::<Vec<_>>().join(", "),
+            if checked { " or task-lint" } else { "" },
+            if checked {
+                String::new()
+            } else {
+                format!(" {}{}.", not_linted[..1].to_uppercase(), &not_linted[1..])
+            }
+        ),
     };
     let mut g = GateResult::new(
         "leak",
@@ -629,6 +639,35 @@ mod tests {
         );
         assert!(q.is_empty());
         assert_eq!(g.reason, "no_leak");
+        // Not checked is never reported as "none failed".
+        assert!(
+            !g.explanation.contains("none failed task-lint"),
+            "{}",
+            g.explanation
+        );
+        assert!(
+            g.explanation.contains("task-lint was not checked"),
+            "{}",
+            g.explanation
+        );
+        let (g, _) = leak_gate(
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            &BTreeSet::new(),
+            18,
+            true,
+        );
+        assert!(
+            g.explanation.contains("none failed task-lint"),
+            "{}",
+            g.explanation
+        );
+        let (g, _) = leak_gate(&cp, &BTreeMap::new(), &BTreeSet::new(), 18, false);
+        assert!(
+            g.explanation.contains("Task-lint was not checked"),
+            "{}",
+            g.explanation
+        );
 
         // 10 core tasks, 3 quarantined → 7 < 8 → INSUFFICIENT_SURFACE.
         let g = surface_gate(10, 3);

@@ -260,8 +260,14 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
         structural: Structural {
             lock_complete: Some(problems.is_empty()),
             lock_problems: problems,
-            lint_failures: BTreeMap::new(),
-            lint_checked: false,
+            // What task-lint found when the sweep was planned; bundles sealed before sweeps ran
+            // task-lint carry no record, and their leak gate says lint was not checked.
+            lint_failures: draft
+                .task_lint
+                .as_ref()
+                .map(|l| l.failed_tasks())
+                .unwrap_or_default(),
+            lint_checked: draft.task_lint.is_some(),
         },
         strict_gates: true,
     }

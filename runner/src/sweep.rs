@@ -9,7 +9,9 @@ use crate::roster::Roster;
 use crate::sandbox::BackendKind;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{Staging, verify_bundle};
-use agentrank_schema::manifest::{LockManifest, LockedAgent, LockedServer, ManifestDraft};
+use agentrank_schema::manifest::{
+    LockManifest, LockedAgent, LockedServer, ManifestDraft, TaskLintFinding, TaskLintRecord,
+};
 use agentrank_schema::records::{ControlRecord, StagedUnit};
 use agentrank_schema::sweep::{AttemptRule, Plan, PlanFile, PlannedAttempt, SlotKind, SweepConfig};
 use std::collections::BTreeMap;
@@ -155,12 +157,49 @@ fn rfc3339_now() -> String {
     )
 }
 
+/// Task-lint over `catalog` with the options `agentrank-run lint-tasks` uses, as the manifest records
+/// it (file names only: no host path reaches the bundle).
+pub fn task_lint_record(catalog: &Catalog) -> TaskLintRecord {
+    use crate::catalog::lint::{LINT_SEEDS, LintOptions, lint};
+    let report = lint(catalog, &LintOptions::default());
+    let name_of = |path: &Path| {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let findings = report
+        .findings
+        .iter()
+        .map(|f| TaskLintFinding {
+            file: name_of(&f.file),
+            category: catalog
+                .files
+                .iter()
+                .find(|(p, _)| *p == f.file)
+                .map(|(_, c)| c.category.as_str().to_owned())
+                .unwrap_or_default(),
+            task_id: f.task.clone(),
+            seed: f.seed,
+            field: f.field.clone(),
+            message: f.message.clone(),
+        })
+        .collect();
+    TaskLintRecord {
+        catalog_sha256: catalog.catalog_sha256(),
+        seeds_per_task: LINT_SEEDS,
+        tasks_checked: report.tasks_checked as u64,
+        instances_rendered: report.instances_rendered as u64,
+        findings,
+    }
+}
+
 fn draft_for(
     plan: &Plan,
     roster: &Roster,
     cache_dir: &Path,
     backend: BackendKind,
     timeout_s: u64,
+    task_lint: TaskLintRecord,
 ) -> ManifestDraft {
     let sweep = &plan.sweep;
     let mut servers = Vec::new();
@@ -244,6 +283,7 @@ fn draft_for(
         credential_context: sweep.credential_context.clone(),
         environment: environment_fingerprint(backend),
         catalog_version: plan.catalog_sha256.clone(),
+        task_lint: Some(task_lint),
         notes,
     }
 }
@@ -612,6 +652,8 @@ pub fn plan_sweep(opts: &SweepOptions, shards: u32) -> Result<PlanFile, SweepErr
         &opts.cache_dir,
         backend,
         sweep.timeouts.min_s,
+        // The catalog the bundle snapshots at seal time is this one (`execute` refuses a changed one).
+        task_lint_record(&specs.catalog),
     );
     Ok(PlanFile { plan, draft })
 }

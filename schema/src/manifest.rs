@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Everything in the manifest that is known when a sweep starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +43,10 @@ pub struct ManifestDraft {
     pub environment: BTreeMap<String, String>,
     /// Version of the task catalog the tasks come from.
     pub catalog_version: String,
+    /// Task-lint over that catalog, run when the sweep was planned. Absent in bundles sealed before
+    /// sweeps ran task-lint: for those, whether any task fails lint is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_lint: Option<TaskLintRecord>,
     /// Free-form notes the operator attached to the sweep.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -77,6 +81,58 @@ pub struct LockedAgent {
     pub program: String,
     pub program_version: String,
     pub model_id: Option<String>,
+}
+
+/// What task-lint (`agentrank-run lint-tasks`) found in the catalog a sweep ran and sealed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLintRecord {
+    /// SHA-256 of the catalog linted (equal to the manifest's `catalog_version`).
+    pub catalog_sha256: String,
+    /// Seeds rendered per task.
+    pub seeds_per_task: u64,
+    /// Tasks and probes checked.
+    pub tasks_checked: u64,
+    /// Instances rendered.
+    pub instances_rendered: u64,
+    /// Every finding, in lint's order; empty when the catalog is clean.
+    pub findings: Vec<TaskLintFinding>,
+}
+
+/// One task-lint finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLintFinding {
+    /// The catalog file's name.
+    pub file: String,
+    /// The category that file declares.
+    pub category: String,
+    /// The task or probe at fault; `None` for a problem of the file as a whole (tier counts, …).
+    pub task_id: Option<String>,
+    pub seed: Option<u64>,
+    /// The field at fault (`prompt`, `verify`, `tier`, …).
+    pub field: String,
+    pub message: String,
+}
+
+impl TaskLintRecord {
+    /// The tasks (and probes) with at least one finding, by category.
+    pub fn failed_tasks(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for f in &self.findings {
+            if let Some(t) = &f.task_id {
+                out.entry(f.category.clone()).or_default().insert(t.clone());
+            }
+        }
+        out
+    }
+
+    /// Findings about a catalog file as a whole (no task named), by category.
+    pub fn file_findings(&self) -> BTreeMap<String, usize> {
+        let mut out: BTreeMap<String, usize> = BTreeMap::new();
+        for f in self.findings.iter().filter(|f| f.task_id.is_none()) {
+            *out.entry(f.category.clone()).or_default() += 1;
+        }
+        out
+    }
 }
 
 /// One table file of a bundle.

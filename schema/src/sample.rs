@@ -51,6 +51,13 @@ pub fn sample_draft(bundle_id: &str) -> ManifestDraft {
             .into_iter()
             .collect(),
         catalog_version: "1.0".into(),
+        task_lint: Some(crate::manifest::TaskLintRecord {
+            catalog_sha256: "1.0".into(),
+            seeds_per_task: 50,
+            tasks_checked: 4,
+            instances_rendered: 200,
+            findings: vec![],
+        }),
         notes: vec![],
     }
 }

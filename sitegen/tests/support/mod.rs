@@ -366,6 +366,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
         credential_context: "anonymous".into(),
         environment: BTreeMap::new(),
         catalog_version: "1.0".into(),
+        task_lint: None,
         notes: vec![],
     };
     let staging = Staging::create(&bundles, &draft).expect("staging");
@@ -945,6 +946,7 @@ pub fn real_shape(root: &Path) -> RealShape {
         credential_context: "anonymous".into(),
         environment: BTreeMap::new(),
         catalog_version: "1.0".into(),
+        task_lint: None,
         notes: vec![],
     };
     let staging = Staging::create(&root.join("bundles"), &draft).expect("staging");
