@@ -22,7 +22,11 @@ fn every_core_task_passes_on_the_reference_server(category: &str) {
         .filter(|s| s.category.as_str() == category && s.category_reference)
         .map(|s| s.id.as_str())
         .collect();
-    assert_eq!(reference.len(), 1, "{category}: reference servers {reference:?}");
+    assert_eq!(
+        reference.len(),
+        1,
+        "{category}: reference servers {reference:?}"
+    );
     let server = reference[0];
     let dir = tempfile::tempdir().expect("tmp");
     let sweep = dir.path().join("sweep.toml");
@@ -64,7 +68,11 @@ fn every_core_task_passes_on_the_reference_server(category: &str) {
         .iter()
         .filter(|a| a.server_id == server && a.class == "core" && a.agent_id == "reference")
         .collect();
-    assert!(core.len() >= 16, "{category}/{server}: {} core attempts", core.len());
+    assert!(
+        core.len() >= 16,
+        "{category}/{server}: {} core attempts",
+        core.len()
+    );
     let failed: Vec<String> = core
         .iter()
         .filter(|a| a.outcome != OutcomeClass::Pass)

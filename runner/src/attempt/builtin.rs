@@ -693,13 +693,19 @@ mod tests {
         let err = fill_json(&serde_json::json!({"x": "{{nope}}"}), &bindings).expect_err("unknown");
         assert!(err.contains("{{nope}}"), "{err}");
         let with_index = b(&[("ref", Binding::Text("12".into()))]);
-        let filled = fill_json(&serde_json::json!({"index": "{{ref|number}}", "as_text": "{{ref}}"}), &with_index)
-            .expect("number filter");
+        let filled = fill_json(
+            &serde_json::json!({"index": "{{ref|number}}", "as_text": "{{ref}}"}),
+            &with_index,
+        )
+        .expect("number filter");
         assert_eq!(filled["index"], serde_json::json!(12));
         assert_eq!(filled["as_text"], "12");
         let not_a_number = b(&[("ref", Binding::Text("e12".into()))]);
-        let err = fill_json(&serde_json::json!({"index": "{{ref|number}}"}), &not_a_number)
-            .expect_err("not a number");
+        let err = fill_json(
+            &serde_json::json!({"index": "{{ref|number}}"}),
+            &not_a_number,
+        )
+        .expect_err("not a number");
         assert!(err.contains("not a number"), "{err}");
         let err = fill_json(&serde_json::json!({"index": "{{ref|upper}}"}), &with_index)
             .expect_err("unknown filter");
