@@ -14,7 +14,10 @@ fn placeholders(text: &str, out: &mut BTreeSet<String>) {
     while let Some(start) = rest.find("{{") {
         let after = &rest[start + 2..];
         let Some(end) = after.find("}}") else { break };
-        out.insert(after[..end].trim().to_string());
+        // `{{name|number}}` names `name`, filtered.
+        let inner = &after[..end];
+        let name = inner.split_once('|').map_or(inner, |(n, _)| n);
+        out.insert(name.trim().to_string());
         rest = &after[end + 2..];
     }
 }
@@ -80,4 +83,45 @@ fn recipe_placeholders_are_bound_by_the_rendered_tasks() {
     problems.dedup();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(checked > 500, "only {checked} steps checked");
+}
+
+/// The construct gate's premise: each category's reference server reaches every core task through its
+/// own tools, so none of its core tasks may lack a recipe or be marked unsupported.
+#[test]
+fn category_reference_servers_have_a_recipe_for_every_core_task() {
+    let roster = support::roster();
+    let catalog = load_catalog_dir(&support::workspace().join("tasks")).unwrap();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for spec in catalog
+        .tasks()
+        .filter(|t| t.class == agentrank_schema::task::TaskClass::Core)
+    {
+        let references: Vec<_> = roster
+            .servers
+            .values()
+            .filter(|s| s.category == spec.category && s.category_reference)
+            .collect();
+        if references.len() != 1 {
+            problems.push(format!(
+                "{}: {} reference servers",
+                spec.category,
+                references.len()
+            ));
+            continue;
+        }
+        let server = references[0];
+        match server.recipe(&spec.id) {
+            None => problems.push(format!("{} / {}: no recipe", server.id, spec.id)),
+            Some(r) if r.unsupported.is_some() || r.steps.is_empty() => problems.push(format!(
+                "{} / {}: marked unsupported ({:?})",
+                server.id, spec.id, r.unsupported
+            )),
+            Some(_) => checked += 1,
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(checked >= 45, "only {checked} core tasks checked");
 }

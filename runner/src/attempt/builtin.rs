@@ -151,7 +151,8 @@ fn binding_json(b: &Binding) -> Value {
 }
 
 /// Fills `{{name}}` placeholders in a JSON value. A string that is exactly one placeholder takes the
-/// binding's JSON value; inside longer strings, lists are joined with `, `.
+/// binding's JSON value; `{{name|number}}` takes it as a JSON number (a captured element index for a
+/// tool whose schema wants a number); inside longer strings, lists are joined with `, `.
 pub fn fill_json(v: &Value, b: &BTreeMap<String, Binding>) -> Result<Value, String> {
     Ok(match v {
         Value::String(s) => {
@@ -161,10 +162,25 @@ pub fn fill_json(v: &Value, b: &BTreeMap<String, Binding>) -> Result<Value, Stri
                 .and_then(|r| r.strip_suffix("}}"))
                 && !name.contains("{{")
             {
-                let name = name.trim();
-                return b.get(name).map(binding_json).ok_or_else(|| {
+                let (name, filter) = match name.split_once('|') {
+                    Some((n, f)) => (n.trim(), Some(f.trim())),
+                    None => (name.trim(), None),
+                };
+                let value = b.get(name).ok_or_else(|| {
                     format!("recipe names `{{{{{name}}}}}`, which this task does not define")
-                });
+                })?;
+                return match filter {
+                    None => Ok(binding_json(value)),
+                    Some("number") => number_json(&binding_text(value)).ok_or_else(|| {
+                        format!(
+                            "recipe asks for `{{{{{name}|number}}}}`, but its value `{}` is not a number",
+                            binding_text(value)
+                        )
+                    }),
+                    Some(other) => Err(format!(
+                        "recipe names the filter `{other}` on `{{{{{name}}}}}`; the only filter is `number`"
+                    )),
+                };
             }
             Value::String(fill_str(s, b)?)
         }
@@ -182,6 +198,19 @@ pub fn fill_json(v: &Value, b: &BTreeMap<String, Binding>) -> Result<Value, Stri
         }
         other => other.clone(),
     })
+}
+
+/// A JSON number from a captured text (an element index read out of a tool result), for tools whose
+/// schema takes a number where a capture only yields text.
+fn number_json(text: &str) -> Option<Value> {
+    let t = text.trim();
+    if let Ok(i) = t.parse::<i64>() {
+        return Some(Value::from(i));
+    }
+    t.parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map(Value::Number)
 }
 
 fn fill_str(s: &str, b: &BTreeMap<String, Binding>) -> Result<String, String> {
@@ -663,6 +692,24 @@ mod tests {
         assert_eq!(filled["n"], 3);
         let err = fill_json(&serde_json::json!({"x": "{{nope}}"}), &bindings).expect_err("unknown");
         assert!(err.contains("{{nope}}"), "{err}");
+        let with_index = b(&[("ref", Binding::Text("12".into()))]);
+        let filled = fill_json(
+            &serde_json::json!({"index": "{{ref|number}}", "as_text": "{{ref}}"}),
+            &with_index,
+        )
+        .expect("number filter");
+        assert_eq!(filled["index"], serde_json::json!(12));
+        assert_eq!(filled["as_text"], "12");
+        let not_a_number = b(&[("ref", Binding::Text("e12".into()))]);
+        let err = fill_json(
+            &serde_json::json!({"index": "{{ref|number}}"}),
+            &not_a_number,
+        )
+        .expect_err("not a number");
+        assert!(err.contains("not a number"), "{err}");
+        let err = fill_json(&serde_json::json!({"index": "{{ref|upper}}"}), &with_index)
+            .expect_err("unknown filter");
+        assert!(err.contains("filter"), "{err}");
     }
 
     #[test]

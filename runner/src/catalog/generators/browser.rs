@@ -485,9 +485,15 @@ pub fn paginate(seed: u64) -> Generated {
     let p = path(&mut r, "listing");
     let counts: Vec<usize> = (0..3).map(|_| r.range(5, 25) as usize).collect();
     let mut routes = Vec::new();
+    let mut names = Vec::new();
     for (i, &n) in counts.iter().enumerate() {
         let items: String = (0..n)
-            .map(|_| format!("<li class=\"item\">{}</li>\n", capitalize(&r.word(3))))
+            .map(|_| {
+                let name = capitalize(&r.word(3));
+                let li = format!("<li class=\"item\">{name}</li>\n");
+                names.push(name);
+                li
+            })
             .collect();
         let next = if i < 2 {
             format!("<p><a href=\"{p}?page={}\">Next</a></p>", i + 2)
@@ -514,6 +520,7 @@ pub fn paginate(seed: u64) -> Generated {
     Values::new()
         .param("url", url(&p))
         .expect("count", total.to_string())
+        .hide_list("counted", names)
         .build(site(routes))
 }
 

@@ -285,9 +285,14 @@ pub fn api_pages(seed: u64) -> Generated {
     let cursors = [r.alnum(10), r.alnum(10)];
     let counts: Vec<usize> = (0..3).map(|_| r.range(10, 40) as usize).collect();
     let mut routes = Vec::new();
+    let mut ids = Vec::new();
     for (i, &n) in counts.iter().enumerate() {
         let items: Vec<serde_json::Value> = (0..n)
-            .map(|_| serde_json::json!({ "id": r.alnum(8), "name": r.word(2) }))
+            .map(|_| {
+                let id = r.alnum(8);
+                ids.push(id.clone());
+                serde_json::json!({ "id": id, "name": r.word(2) })
+            })
             .collect();
         let next = if i < 2 {
             serde_json::Value::String(format!("{p}?cursor={}", cursors[i]))
@@ -310,6 +315,7 @@ pub fn api_pages(seed: u64) -> Generated {
     Values::new()
         .param("url", url(&p))
         .expect("total", total.to_string())
+        .hide_list("counted", ids)
         .build(site(routes))
 }
 
