@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
-use agentrank_schema::tape::{Plane, TapeLine};
+use agentrank_schema::tape::{Dir, Plane, TapeLine};
 
 const AGENT: &str = "qwen-coder-local";
 const TASKS: [&str; 3] = ["wf-html-code", "wf-json-field", "wf-plain-text"];
@@ -138,7 +138,9 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
             .iter()
             .filter(|l| match l {
                 TapeLine::Message(m) => {
-                    m.dir == "c2s" && serde_json::to_value(&m.msg).is_ok_and(|v| v["method"] == "tools/call")
+                    m.dir == Dir::In
+                        && serde_json::from_str::<serde_json::Value>(&m.raw)
+                            .is_ok_and(|v| v["method"] == "tools/call")
                 }
                 _ => false,
             })
