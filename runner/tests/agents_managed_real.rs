@@ -1,7 +1,7 @@
 //! The real local model end to end: `agentrank-run install --model qwen-coder-local` installs the
 //! managed model (from the model cache; the first time on a machine it downloads the pinned sources and
 //! builds llama-server, about 9 minutes on two idle cores), then a real sweep runs the minimal loop in
-//! prompt mode on that model through the real `mcp-server-fetch` in the netns sandbox on three
+//! prompt mode on that model through the real `mcp-server-fetch` in the netns sandbox on four
 //! single-step web-fetch tasks. The sweep starts the model server itself and stops it when it ends.
 //!
 //! Checks: each attempt is classified with a reason; calls go through the tap well-formed and their
@@ -21,7 +21,7 @@ use agentrank_schema::bundle::{read_bundle, verify_bundle};
 use agentrank_schema::tape::{Dir, Plane, TapeLine};
 
 const AGENT: &str = "qwen-coder-local";
-const TASKS: [&str; 3] = ["wf-html-code", "wf-json-field", "wf-plain-text"];
+const TASKS: [&str; 4] = ["wf-html-code", "wf-heading", "wf-redirect", "wf-plain-text"];
 
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -139,6 +139,17 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
             a.server_tool_calls,
             a.answer_line
         );
+        for v in b
+            .tables
+            .verifier_results
+            .iter()
+            .filter(|v| v.attempt_id == a.attempt_id)
+        {
+            eprintln!(
+                "  verifier {} {}: passed {} observed {:?} expected {:?} ({})",
+                v.predicate_path, v.primitive, v.passed, v.observed, v.expected, v.detail
+            );
+        }
         assert!(
             !a.outcome_reason.is_empty(),
             "{} has a reason",
@@ -150,11 +161,7 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
         );
         if a.outcome == OutcomeClass::Pass {
             passes += 1;
-            assert!(
-                a.answer_line
-                    .as_deref()
-                    .is_some_and(|l| l.starts_with("ANSWER:"))
-            );
+            assert!(a.answer_line.as_deref().is_some_and(|l| !l.is_empty()));
             assert!(a.server_tool_calls >= 1);
         }
         // Both tapes: the agent plane (turns: the call read from the text, the result returned to
@@ -162,6 +169,29 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
         let agent = b
             .read_tape(&a.attempt_id, Plane::Agent)
             .expect("agent tape");
+        let mut final_text = String::new();
+        for l in &agent {
+            if let TapeLine::Turn(t) = l
+                && (t.kind == "message" || t.kind == "tool_result")
+            {
+                let text = t.text.clone().unwrap_or_default();
+                eprintln!(
+                    "  {} {}: {:?}",
+                    t.role,
+                    t.kind,
+                    text.chars().take(300).collect::<String>()
+                );
+                if t.role == "assistant" && t.kind == "message" {
+                    final_text = text;
+                }
+            }
+        }
+        if a.outcome == OutcomeClass::Pass {
+            assert!(
+                final_text.contains("ANSWER:"),
+                "an ANSWER: line: {final_text:?}"
+            );
+        }
         let wire = b.read_tape(&a.attempt_id, Plane::Mcp).expect("wire tape");
         assert!(
             matches!(agent.first(), Some(TapeLine::Meta(_)))
