@@ -132,9 +132,14 @@ enum Command {
         /// Only these server ids (default: every server in the roster, or those of `--sweep`).
         #[arg(long, num_args = 1..)]
         only: Vec<String>,
-        /// Install the servers a sweep file names.
+        /// Install the servers a sweep file names (and the managed models its agents name).
         #[arg(long)]
         sweep: Option<PathBuf>,
+        /// Install the managed local model (server build and model file) of these agent ids, into the
+        /// model cache outside the checkout (`AGENTRANK_MODEL_CACHE`, default ~/.cache/agentrank/models).
+        /// With neither --only nor --sweep, no server is installed.
+        #[arg(long, num_args = 1..)]
+        model: Vec<String>,
         #[command(flatten)]
         paths: Paths,
     },
@@ -370,6 +375,7 @@ fn roster_table(bundle: &std::path::Path, paths: &Paths) -> anyhow::Result<Exit>
 fn install(
     only: &[String],
     sweep: Option<&std::path::Path>,
+    models: &[String],
     paths: &Paths,
 ) -> anyhow::Result<Exit> {
     use agentrank_runner::roster::{InstallOptions, Roster, install};
@@ -395,9 +401,40 @@ fn install(
     }
     opts.only.sort();
     opts.only.dedup();
+    let mut model_agents = models.to_vec();
+    if let Some(path) = sweep
+        && let Ok(s) = agentrank_runner::sweep::load_sweep(path)
+    {
+        model_agents.extend(s.agents.iter().cloned());
+    }
+    let mut model_failed = false;
+    match agentrank_runner::agents::managed::install_for_agents(
+        &paths.roster,
+        &roster,
+        &model_agents,
+        &agentrank_runner::agents::managed::model_cache_dir(),
+        &mut |line| eprintln!("{line}"),
+    ) {
+        Ok(locks) => {
+            for lock in locks {
+                eprintln!("managed model lock: {}", serde_json::to_string(&lock)?);
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            model_failed = true;
+        }
+    }
+    if !models.is_empty() && only.is_empty() && sweep.is_none() {
+        return Ok(if model_failed {
+            Exit::Problem
+        } else {
+            Exit::Ok
+        });
+    }
     let report = install(&roster, &opts, &mut |line| eprintln!("{line}"))?;
     println!("{}", serde_json::to_string_pretty(&report.lock_entries())?);
-    if report.failed.is_empty() {
+    if report.failed.is_empty() && !model_failed {
         Ok(Exit::Ok)
     } else {
         for (id, e) in &report.failed {
@@ -476,8 +513,9 @@ fn main() -> ExitCode {
         Command::Install {
             only,
             sweep: s,
+            model,
             paths,
-        } => install(only, s.as_deref(), paths),
+        } => install(only, s.as_deref(), model, paths),
         Command::LintTasks { paths } => lint_tasks(paths),
         Command::RosterTable { bundle, paths } => roster_table(bundle, paths),
         Command::Tap {

@@ -693,6 +693,27 @@ pub fn execute(
         )));
     }
     let databases = Databases::new(work);
+    // The managed local model servers the selected agents name (`crate::agents::managed`): started here
+    // from the model cache, stopped when `_managed` drops as the sweep ends (and by the kernel, through
+    // the parent-death signal, if the runner is killed).
+    let selected_agents: std::collections::BTreeSet<&str> = plan
+        .attempts
+        .iter()
+        .filter(|s| select(s))
+        .map(|s| s.agent_id.as_str())
+        .collect();
+    let _managed = crate::agents::managed::start_for_agents(
+        &opts.roster_dir,
+        selected_agents
+            .iter()
+            .filter_map(|a| specs.roster.agents.get(*a)),
+        &crate::agents::managed::model_cache_dir(),
+        &staging.root().join("work/model-logs"),
+        &mut |l| eprintln!("{l}"),
+    )
+    .map_err(|e| SweepError::Setup(format!("managed model server: {e}")))?;
+    let mut operator_env = crate::agents::operator::process_env();
+    _managed.publish(&mut operator_env);
     let env = AttemptEnv {
         bundle_id: sweep.bundle_id(),
         sweep_id: sweep.sweep_id.clone(),
@@ -712,7 +733,7 @@ pub fn execute(
         credential_context: sweep.credential_context.clone(),
         chromium: opts.chromium.clone(),
         protocol_probes: sweep.probes,
-        operator_env: crate::agents::operator::process_env(),
+        operator_env,
         redactor: std::sync::Arc::new(crate::redact::HostRedactor::for_sweep(
             &opts.cache_dir,
             &opts.out_dir,

@@ -245,6 +245,7 @@ fn ollama(base: &str, model: &str, reasoning: Reasoning) -> AgentConfig {
         num_ctx: None,
         max_requests: 20,
         price_per_mtok: None,
+        settings: Default::default(),
     })
 }
 
@@ -399,6 +400,7 @@ fn openai_chat_format_and_reasoning_off() {
         num_ctx: None,
         max_requests: 20,
         price_per_mtok: Some((0.5, 1.5)),
+        settings: Default::default(),
     });
     let server = McpAttach::new(support::misbehaving("well-behaved"));
     let run = run(
@@ -446,6 +448,7 @@ fn http_429_is_a_rate_limit() {
         num_ctx: None,
         max_requests: 20,
         price_per_mtok: None,
+        settings: Default::default(),
     });
     let run = run(&config, &task(None, Duration::from_secs(30), dir.path()));
     let (class, reason) = class_of(&run, "gpt-4.1-mini", false);

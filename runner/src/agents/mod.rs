@@ -14,6 +14,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod managed;
 pub mod openai;
 pub mod operator;
 pub mod process;
@@ -124,6 +125,9 @@ pub struct AgentSignals {
     pub pending_server_call: Option<String>,
     /// Server tool calls the agent made (as the agent saw them; the wire tape is the authority).
     pub server_calls: u64,
+    /// Calls for tools the server does not list (hallucinated calls), by tool name, in order; they are
+    /// answered with an error by the loop and never reach the server.
+    pub hallucinated_calls: Vec<String>,
 }
 
 impl AgentSignals {
@@ -352,6 +356,7 @@ pub fn settle_cli(
         timed_out: matches!(end, RunEnd::TimedOut),
         pending_server_call: None,
         server_calls: parsed.server_calls,
+        hallucinated_calls: Vec::new(),
     };
     if let Some(line) = rate_limit_signal(stderr) {
         signals.rate_limits.push(format!("stderr: {line}"));

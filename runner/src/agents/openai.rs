@@ -74,6 +74,120 @@ pub struct OpenAiConfig {
     pub max_requests: u32,
     /// US dollars per million input and output tokens, where the endpoint is priced.
     pub price_per_mtok: Option<(f64, f64)>,
+    /// How calls are read, where the system prompt goes, sampling (published with the configuration).
+    pub settings: LoopSettings,
+}
+
+/// How the loop reads the model's tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolMode {
+    /// The endpoint's own `tool_calls` (the seed's agents).
+    #[default]
+    Native,
+    /// "Prompt mode" (BFCL's name for models without native function calling): when the reply carries
+    /// no native call, the call is the first JSON object in the reply text whose `name` is a listed tool
+    /// and whose `arguments` is an object ([`prompt_call`]).
+    Prompt,
+}
+
+/// Where the fixed system prompt goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SystemPromptPlacement {
+    /// A `system` message (the default).
+    #[default]
+    System,
+    /// Prefixed to the task prompt in the first `user` message.
+    User,
+    /// Not sent: the tool-result reminder carries the answer format instead.
+    Omitted,
+}
+
+/// The minimal loop's per-configuration settings beyond the endpoint and model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoopSettings {
+    pub tool_mode: ToolMode,
+    pub system_prompt: SystemPromptPlacement,
+    /// Text appended (after a blank line) to every tool result the model is shown.
+    pub tool_result_reminder: Option<String>,
+    /// Sampling temperature sent with every request (`None`: the endpoint's default).
+    pub temperature: Option<f64>,
+    /// Most tokens generated per request (`max_tokens`; Ollama `num_predict`).
+    pub max_tokens: Option<u32>,
+    /// Size the window per server with [`context_window`] on any endpoint (Ollama always does) and
+    /// treat a prompt that reaches it as truncated: for a server whose own window is the rule's cap.
+    pub sized_context: bool,
+}
+
+/// What prompt mode read from a reply's text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptCall {
+    /// No JSON object naming a tool with an `arguments` object: the reply is final.
+    NoCall,
+    /// The first object naming a listed tool; `ignored` counts the further call-shaped objects after
+    /// it (one call per reply is executed).
+    Call {
+        name: String,
+        arguments: Map<String, Value>,
+        ignored: usize,
+    },
+    /// Call-shaped objects only for tools the server does not list (a hallucinated call): the first.
+    Unlisted {
+        name: String,
+        arguments: Map<String, Value>,
+    },
+    /// The text has call-like JSON (`"name"` and `"arguments"`) that does not parse as a call.
+    Malformed { snippet: String },
+}
+
+/// The JSON objects that start anywhere in `text`, outermost first, in order. Pure.
+fn json_objects(text: &str) -> Vec<Map<String, Value>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(off) = text[i..].find('{') {
+        let start = i + off;
+        let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(Value::Object(m))) => {
+                out.push(m);
+                i = start + stream.byte_offset().max(1);
+            }
+            _ => i = start + 1,
+        }
+    }
+    out
+}
+
+/// Reads a prompt-mode tool call from reply text (see [`ToolMode::Prompt`]). Pure.
+pub fn prompt_call(text: &str, listed: &[String]) -> PromptCall {
+    let shaped: Vec<(String, Map<String, Value>)> = json_objects(text)
+        .into_iter()
+        .filter_map(|m| {
+            let name = m.get("name")?.as_str()?.to_string();
+            let Value::Object(args) = m.get("arguments")? else {
+                return None;
+            };
+            Some((name, args.clone()))
+        })
+        .collect();
+    if let Some(pos) = shaped.iter().position(|(n, _)| listed.contains(n)) {
+        let (name, arguments) = shaped[pos].clone();
+        return PromptCall::Call {
+            name,
+            arguments,
+            ignored: shaped.len() - pos - 1,
+        };
+    }
+    if let Some((name, arguments)) = shaped.into_iter().next() {
+        return PromptCall::Unlisted { name, arguments };
+    }
+    if text.contains("\"name\"") && text.contains("\"arguments\"") {
+        let at = text.find("\"name\"").unwrap_or(0);
+        let from = text[..at].rfind('{').unwrap_or(at);
+        return PromptCall::Malformed {
+            snippet: clip(&text[from..], 200),
+        };
+    }
+    PromptCall::NoCall
 }
 
 /// Tokens of the context window for a server whose tool definitions take `definition_chars`
@@ -123,6 +237,24 @@ pub fn truncation(
     None
 }
 
+/// The conversation's first messages: the system prompt where the settings place it, then the task.
+pub fn first_messages(
+    settings: &LoopSettings,
+    system_prompt: &str,
+    task_prompt: &str,
+) -> Vec<Value> {
+    match settings.system_prompt {
+        SystemPromptPlacement::System => vec![
+            json!({"role": "system", "content": system_prompt}),
+            json!({"role": "user", "content": task_prompt}),
+        ],
+        SystemPromptPlacement::User => {
+            vec![json!({"role": "user", "content": format!("{system_prompt}\n\n{task_prompt}")})]
+        }
+        SystemPromptPlacement::Omitted => vec![json!({"role": "user", "content": task_prompt})],
+    }
+}
+
 /// MCP tool definitions as function tools (same shape for both wire formats).
 pub fn function_tools(tools: &[Value]) -> Vec<Value> {
     tools
@@ -155,8 +287,19 @@ pub fn request_body(
         body.insert("tools".into(), Value::Array(tools.to_vec()));
     }
     body.insert("stream".into(), false.into());
+    let sampling = &config.settings;
     match &config.endpoint {
         Endpoint::Ollama { .. } => {
+            let mut options = Map::new();
+            if let Some(n) = num_ctx {
+                options.insert("num_ctx".into(), n.into());
+            }
+            if let Some(t) = sampling.temperature {
+                options.insert("temperature".into(), t.into());
+            }
+            if let Some(m) = sampling.max_tokens {
+                options.insert("num_predict".into(), m.into());
+            }
             match config.reasoning {
                 Reasoning::Default => {}
                 Reasoning::Off => {
@@ -166,13 +309,19 @@ pub fn request_body(
                     body.insert("think".into(), r.level().unwrap_or("low").into());
                 }
             }
-            if let Some(n) = num_ctx {
-                body.insert("options".into(), json!({ "num_ctx": n }));
+            if !options.is_empty() {
+                body.insert("options".into(), Value::Object(options));
             }
         }
         Endpoint::OpenAiChat { .. } => {
             if let Some(level) = config.reasoning.level() {
                 body.insert("reasoning_effort".into(), level.into());
+            }
+            if let Some(t) = sampling.temperature {
+                body.insert("temperature".into(), t.into());
+            }
+            if let Some(m) = sampling.max_tokens {
+                body.insert("max_tokens".into(), m.into());
             }
         }
     }
@@ -351,6 +500,8 @@ pub fn judge_http(status: u16, body: &str) -> HttpVerdict {
         if lower.contains("context_length_exceeded")
             || lower.contains("maximum context length")
             || lower.contains("context window")
+            || lower.contains("exceed_context_size")
+            || lower.contains("available context size")
         {
             return HttpVerdict::ContextOverflow(format!("HTTP {status}: {snippet}"));
         }
@@ -445,7 +596,12 @@ fn num_ctx_for(config: &OpenAiConfig, definition_chars: u64) -> Option<u32> {
                 .num_ctx
                 .unwrap_or_else(|| context_window(definition_chars)),
         ),
-        Endpoint::OpenAiChat { .. } => config.num_ctx,
+        Endpoint::OpenAiChat { .. } => config.num_ctx.or_else(|| {
+            config
+                .settings
+                .sized_context
+                .then(|| context_window(definition_chars))
+        }),
     }
 }
 
@@ -519,12 +675,18 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
     let now = || micros(started.elapsed());
     let mut turns = Vec::new();
     let mut signals = AgentSignals::default();
-    let mut tl = turn(now(), "system", "message");
-    tl.text = Some(task.system_prompt.clone());
-    turns.push(tl);
-    let mut tl = turn(now(), "user", "message");
-    tl.text = Some(task.task_prompt.clone());
-    turns.push(tl);
+    // The tape shows the conversation as sent: the system prompt where the settings place it.
+    for m in first_messages(&config.settings, &task.system_prompt, &task.task_prompt) {
+        let role = m["role"].as_str().unwrap_or("user");
+        let mut tl = turn(now(), role, "message");
+        tl.text = m["content"].as_str().map(String::from);
+        turns.push(tl);
+    }
+    if config.settings.system_prompt == SystemPromptPlacement::Omitted {
+        let mut tl = turn(now(), "system", "event");
+        tl.text = Some("the system prompt is not sent (settings.system_prompt = omitted)".into());
+        turns.push(tl);
+    }
 
     // The server, through the attach command; a server that does not start leaves the agent without tools.
     let mut session = None;
@@ -573,10 +735,12 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
     }
     let num_ctx = num_ctx_for(config, definition_chars);
 
-    let mut messages = vec![
-        json!({"role": "system", "content": task.system_prompt}),
-        json!({"role": "user", "content": task.task_prompt}),
-    ];
+    let mut messages = first_messages(&config.settings, &task.system_prompt, &task.task_prompt);
+    let listed: Vec<String> = tools
+        .iter()
+        .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+        .map(String::from)
+        .collect();
     let mut final_message = None;
     let mut reported_model: Option<String> = None;
     let (mut tokens_in, mut tokens_out, mut any_usage) = (0u64, 0u64, false);
@@ -658,7 +822,7 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             break;
         }
         let value = stop;
-        let reply = match parse_reply(&config.endpoint, &value, calls_made) {
+        let mut reply = match parse_reply(&config.endpoint, &value, calls_made) {
             Ok(r) => r,
             Err(e) => {
                 signals
@@ -696,7 +860,7 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             turns.push(tl);
         }
         if let Some(n) = num_ctx
-            && matches!(config.endpoint, Endpoint::Ollama { .. })
+            && (matches!(config.endpoint, Endpoint::Ollama { .. }) || config.settings.sized_context)
             && let Some(why) = truncation(n, prompt_chars, reply.prompt_tokens)
         {
             signals
@@ -704,6 +868,37 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
                 .push(HarnessFault::ContextTruncation(why));
             end = RunEnd::Stopped("context truncated".into());
             break;
+        }
+        if config.settings.tool_mode == ToolMode::Prompt && reply.tool_calls.is_empty() {
+            let read = prompt_call(&reply.content, &listed);
+            let (what, detail) = match &read {
+                PromptCall::NoCall => ("none", json!({})),
+                PromptCall::Call { name, ignored, .. } => {
+                    ("call", json!({"tool": name, "ignored_calls": ignored}))
+                }
+                PromptCall::Unlisted { name, .. } => ("unlisted", json!({"tool": name})),
+                PromptCall::Malformed { snippet } => ("malformed", json!({"snippet": snippet})),
+            };
+            let mut tl = turn(now(), "system", "event");
+            tl.text = Some(format!("prompt mode: {what}"));
+            let mut data = json!({"type": "prompt_mode", "read": what});
+            if let (Value::Object(d), Value::Object(extra)) = (&mut data, detail) {
+                d.extend(extra);
+            }
+            tl.data = Some(data);
+            turns.push(tl);
+            if let PromptCall::Call {
+                name, arguments, ..
+            }
+            | PromptCall::Unlisted { name, arguments } = read
+            {
+                reply.tool_calls.push(ToolCall {
+                    id: format!("call_{}", calls_made + 1),
+                    name,
+                    arguments,
+                    malformed_arguments: None,
+                });
+            }
         }
         messages.push(reply.message.clone());
         if reply.tool_calls.is_empty() {
@@ -721,8 +916,20 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
                 None => Value::Object(call.arguments.clone()),
             });
             turns.push(tl);
+            let hallucinated = session.is_some() && !listed.contains(&call.name);
+            if hallucinated {
+                signals.hallucinated_calls.push(call.name.clone());
+            }
             let (text, data) =
                 match &session {
+                    Some(_) if hallucinated => (
+                        format!(
+                            "error: there is no tool named {:?}; the tools are: {}",
+                            call.name,
+                            listed.join(", ")
+                        ),
+                        json!({"is_error": true, "reached_server": false, "hallucinated": true}),
+                    ),
                     None => (
                         "error: no MCP server is attached".to_string(),
                         json!({"is_error": true, "reached_server": false}),
@@ -779,7 +986,11 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             data["clipped"] = json!(clipped.len() != text.len());
             tl.data = Some(data);
             turns.push(tl);
-            messages.push(tool_message(&config.endpoint, call, &clipped));
+            let shown = match &config.settings.tool_result_reminder {
+                Some(r) => format!("{clipped}\n\n{r}"),
+                None => clipped,
+            };
+            messages.push(tool_message(&config.endpoint, call, &shown));
         }
     }
     if signals.timed_out {

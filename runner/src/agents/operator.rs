@@ -12,12 +12,16 @@
 //!
 //! The minimal loop reads the settings `endpoint` (`ollama` or `openai`), `reasoning` (`default`, `off`,
 //! `low`, `medium`, `high`), `api_key_env` (the runner variable holding the key, OpenAI endpoints only)
-//! and `max_requests` (default 40); Codex reads `reasoning_effort`.
+//! and `max_requests` (default 40), and the prompt-mode and sampling settings of [`loop_settings`];
+//! Codex reads `reasoning_effort`. `endpoint = "managed"` is the managed local model server a sweep
+//! starts itself ([`super::managed`]); its URL reaches the loop under [`managed_url_key`].
 
 use super::AgentConfig;
 use super::claude::ClaudeConfig;
 use super::codex::CodexConfig;
-use super::openai::{Endpoint, OpenAiConfig, Reasoning};
+use super::openai::{
+    Endpoint, LoopSettings, OpenAiConfig, Reasoning, SystemPromptPlacement, ToolMode,
+};
 use agentrank_schema::roster::{AgentConfig as RosterAgent, AgentKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +63,55 @@ fn reasoning(s: Option<&String>, agent: &str) -> Result<Reasoning, String> {
     })
 }
 
+/// The operator-environment key under which a sweep publishes the base URL (`http://127.0.0.1:P/v1`)
+/// of the managed model server it started for `model` (see [`super::managed`]).
+pub fn managed_url_key(model: &str) -> String {
+    format!("AGENTRANK_MANAGED_URL:{model}")
+}
+
+/// The minimal loop's settings `tool_mode` (`native`, `prompt`), `system_prompt` (`system`, `user`,
+/// `omitted`), `tool_result_reminder`, `temperature` and `max_tokens`.
+pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, String> {
+    let id = &agent.id;
+    let get = |k: &str| agent.settings.get(k);
+    let bad = |k: &str, v: &str, want: &str| {
+        format!("roster/agents/{id}.toml: settings.{k} = {v:?}; {want}")
+    };
+    Ok(LoopSettings {
+        tool_mode: match get("tool_mode").map(String::as_str) {
+            None | Some("native") => ToolMode::Native,
+            Some("prompt") => ToolMode::Prompt,
+            Some(v) => return Err(bad("tool_mode", v, "use native or prompt")),
+        },
+        system_prompt: match get("system_prompt").map(String::as_str) {
+            None | Some("system") => SystemPromptPlacement::System,
+            Some("user") => SystemPromptPlacement::User,
+            Some("omitted") => SystemPromptPlacement::Omitted,
+            Some(v) => return Err(bad("system_prompt", v, "use system, user or omitted")),
+        },
+        tool_result_reminder: get("tool_result_reminder").cloned(),
+        temperature: match get("temperature") {
+            None => None,
+            Some(v) => Some(
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t >= 0.0)
+                    .ok_or_else(|| bad("temperature", v, "use a number of at least 0"))?,
+            ),
+        },
+        max_tokens: match get("max_tokens") {
+            None => None,
+            Some(v) => Some(
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|m| *m > 0)
+                    .ok_or_else(|| bad("max_tokens", v, "use a positive count"))?,
+            ),
+        },
+        sized_context: false,
+    })
+}
+
 /// The adapter configuration of an external agent, or why it cannot be run here (naming the roster
 /// file, setting or variable at fault). `None` for the built-in kinds.
 pub fn adapter_config(
@@ -97,9 +150,18 @@ pub fn adapter_config(
                         })?,
                         api_key_env: agent.settings.get("api_key_env").cloned(),
                     },
+                    Some("managed") => {
+                        let model = model()?;
+                        Endpoint::OpenAiChat {
+                            base_url: env.get(&managed_url_key(&model)).cloned().ok_or_else(|| {
+                                format!("agent `{id}`: settings.endpoint = \"managed\": the managed model server for `{model}` is not running (a sweep starts it; `agentrank-run install` installs it)")
+                            })?,
+                            api_key_env: None,
+                        }
+                    }
                     Some(other) => {
                         return Err(format!(
-                            "roster/agents/{id}.toml: settings.endpoint = {other:?}; use ollama or openai"
+                            "roster/agents/{id}.toml: settings.endpoint = {other:?}; use ollama, openai or managed"
                         ));
                     }
                 };
@@ -118,6 +180,12 @@ pub fn adapter_config(
                     num_ctx: None,
                     max_requests,
                     price_per_mtok: None,
+                    settings: LoopSettings {
+                        // The managed server runs the rule's cap; the loop holds each server to the rule.
+                        sized_context: agent.settings.get("endpoint").map(String::as_str)
+                            == Some("managed"),
+                        ..loop_settings(agent)?
+                    },
                 })
             }
             AgentKind::Claude => AgentConfig::Claude(ClaudeConfig {
@@ -214,6 +282,59 @@ mod tests {
         assert!(
             matches!(c, AgentConfig::OpenAi(OpenAiConfig { endpoint: Endpoint::OpenAiChat { ref base_url, .. }, .. }) if base_url == "http://10.0.0.2:8000/v1")
         );
+    }
+
+    #[test]
+    fn the_managed_endpoint_and_prompt_mode_settings_are_read() {
+        let settings = [
+            ("endpoint", "managed"),
+            ("tool_mode", "prompt"),
+            ("system_prompt", "omitted"),
+            ("tool_result_reminder", "[reply with ANSWER]"),
+            ("temperature", "0"),
+            ("max_tokens", "256"),
+        ];
+        let a = agent(AgentKind::MinimalLoop, Some("m1"), &settings);
+        let e = adapter_config(&a, &OperatorEnv::new())
+            .expect("external")
+            .expect_err("not running");
+        assert!(
+            e.contains("managed model server for `m1` is not running"),
+            "{e}"
+        );
+        let mut env = OperatorEnv::new();
+        env.insert(managed_url_key("m1"), "http://127.0.0.1:4321/v1".into());
+        let Some(Ok(AgentConfig::OpenAi(c))) = adapter_config(&a, &env) else {
+            panic!("the loop")
+        };
+        assert_eq!(
+            c.endpoint,
+            Endpoint::OpenAiChat {
+                base_url: "http://127.0.0.1:4321/v1".into(),
+                api_key_env: None
+            }
+        );
+        assert_eq!(
+            c.settings,
+            LoopSettings {
+                tool_mode: ToolMode::Prompt,
+                system_prompt: SystemPromptPlacement::Omitted,
+                tool_result_reminder: Some("[reply with ANSWER]".into()),
+                temperature: Some(0.0),
+                max_tokens: Some(256),
+                sized_context: true,
+            }
+        );
+        for (k, v) in [
+            ("tool_mode", "json"),
+            ("system_prompt", "top"),
+            ("temperature", "-1"),
+            ("max_tokens", "0"),
+        ] {
+            let e = loop_settings(&agent(AgentKind::MinimalLoop, Some("m"), &[(k, v)]))
+                .expect_err("bad setting");
+            assert!(e.contains(&format!("settings.{k}")), "{e}");
+        }
     }
 
     #[test]
