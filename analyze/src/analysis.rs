@@ -1042,10 +1042,10 @@ fn analyze_category(
             efficiency_attempts: t.efficiency_attempts as i64,
             tool_calls: t.calls as i64,
             hallucinated_calls: t.hallucinated as i64,
-            hallucinated_rate: if t.calls == 0 {
+            hallucinated_rate: if t.judged_calls == 0 {
                 None
             } else {
-                Some(t.hallucinated as f64 / t.calls as f64)
+                Some(t.hallucinated as f64 / t.judged_calls as f64)
             },
             recovery_rate: if t.recovery_attempts == 0 {
                 None

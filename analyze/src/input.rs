@@ -105,8 +105,9 @@ pub struct Attempt {
 pub struct ToolCall {
     pub attempt_id: String,
     pub tool_name: String,
-    /// Whether the server listed this tool name (false = hallucinated).
-    pub tool_listed: bool,
+    /// Whether the server listed this tool name (false = hallucinated); `None` when no listing was
+    /// recorded to judge it against (unknown: neither hallucinated nor counted in the rate).
+    pub tool_listed: Option<bool>,
     pub latency_ms: Option<f64>,
     pub is_error: bool,
 }

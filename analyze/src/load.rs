@@ -425,7 +425,14 @@ pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
                 .map(str::to_string)
                 .ok_or_else(|| t.bad(r, "attempt_id", "empty value"))?,
             tool_name: name.get(r).unwrap_or_default().to_string(),
-            tool_listed: b(listed, "tool_listed", true)?,
+            tool_listed: match cell(listed, r) {
+                None | Some("") => None,
+                Some(s) => {
+                    Some(parse_bool(s).ok_or_else(|| {
+                        t.bad(r, "tool_listed", format!("{s:?} is not a boolean"))
+                    })?)
+                }
+            },
             latency_ms: cell(latency, r)
                 .map(|s| {
                     s.parse::<f64>()

@@ -96,6 +96,8 @@ pub struct ToolAttributes {
     pub efficiency_attempts: usize,
     pub calls: usize,
     pub hallucinated: usize,
+    /// Calls judged against a recorded listing (the hallucinated rate's denominator).
+    pub judged_calls: usize,
     pub recovery_passed: usize,
     pub recovery_attempts: usize,
 }
@@ -114,7 +116,11 @@ pub fn tool_attributes(
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         out.calls += calls.len();
-        out.hallucinated += calls.iter().filter(|c| !c.tool_listed).count();
+        out.hallucinated += calls
+            .iter()
+            .filter(|c| c.tool_listed == Some(false))
+            .count();
+        out.judged_calls += calls.iter().filter(|c| c.tool_listed.is_some()).count();
         let passed = a.outcome == OutcomeClass::Pass;
         if passed && let Some(budget) = a.step_budget.filter(|b| *b > 0) {
             let used = a.tool_calls.unwrap_or(calls.len() as u32);
@@ -239,13 +245,13 @@ mod tests {
         let c1 = ToolCall {
             attempt_id: "1".into(),
             tool_name: "read".into(),
-            tool_listed: true,
+            tool_listed: Some(true),
             latency_ms: Some(5.0),
             is_error: true,
         };
         let c2 = ToolCall {
             tool_name: "made_up".into(),
-            tool_listed: false,
+            tool_listed: Some(false),
             is_error: false,
             ..c1.clone()
         };

@@ -122,7 +122,7 @@ pub fn generate(spec: &Spec) -> Input {
                     tool_calls.push(ToolCall {
                         attempt_id: id.clone(),
                         tool_name: format!("tool_{}", k % 3),
-                        tool_listed: uniform(st) > 0.03,
+                        tool_listed: Some(uniform(st) > 0.03),
                         latency_ms: Some(20.0 + 400.0 * uniform(st)),
                         is_error: uniform(st) < 0.1,
                     });
@@ -300,7 +300,7 @@ pub fn tool_calls_csv(input: &Input) -> String {
             "{},{},{},{},{}",
             c.attempt_id,
             c.tool_name,
-            c.tool_listed,
+            c.tool_listed.map(|l| l.to_string()).unwrap_or_default(),
             c.latency_ms.map(|l| l.to_string()).unwrap_or_default(),
             c.is_error
         );

@@ -50,6 +50,76 @@ impl HarnessFault {
     }
 }
 
+/// What a server fault is, as recorded in the attempt's `fault_code` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerFaultCode {
+    /// The process exited (or was ended by a signal) with a request unanswered.
+    Exited,
+    /// No answer to `initialize`: the server never started serving.
+    NoInitialize,
+    /// No answer to a request other than `initialize`.
+    NoAnswer,
+    /// An answer to an id that no request carried.
+    UnknownId,
+    /// Lines on stdout that are not JSON.
+    NonJson,
+    /// An answer larger than the runner's limit for one line.
+    OversizedResult,
+    /// More stderr than the runner's limit.
+    StderrFlood,
+}
+
+impl ServerFaultCode {
+    /// The code as recorded.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerFaultCode::Exited => "server-exited",
+            ServerFaultCode::NoInitialize => "no-initialize",
+            ServerFaultCode::NoAnswer => "no-answer",
+            ServerFaultCode::UnknownId => "unknown-id",
+            ServerFaultCode::NonJson => "non-json",
+            ServerFaultCode::OversizedResult => "oversized-result",
+            ServerFaultCode::StderrFlood => "stderr-flood",
+        }
+    }
+}
+
+/// A failure of the server's own process, read from the wire (with the sandbox and fixture host
+/// healthy): a FAIL that names it, never a HARNESS_ERROR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerFault {
+    pub code: ServerFaultCode,
+    /// What the wire shows, in words (`the server exited with code 3 before answering tools/call #1`).
+    pub description: String,
+    /// The server never completed `initialize`: the agent never had a server to use.
+    pub before_start: bool,
+}
+
+/// Whose failure an attempt records, for its `fault_source` and `fault_code` columns: `harness` for a
+/// HARNESS_ERROR, `server` when the wire shows a server fault behind a FAIL or a timeout.
+pub fn fault_columns(
+    class: OutcomeClass,
+    server_faults: &[ServerFault],
+) -> (Option<String>, Option<String>) {
+    if class == OutcomeClass::HarnessError {
+        return (Some("harness".into()), Some("harness".into()));
+    }
+    let named = matches!(
+        class,
+        OutcomeClass::Fail | OutcomeClass::ServerTimeout | OutcomeClass::AgentTimeout
+    );
+    if !named || server_faults.is_empty() {
+        return (None, None);
+    }
+    let mut codes: Vec<&str> = Vec::new();
+    for f in server_faults {
+        if !codes.contains(&f.code.as_str()) {
+            codes.push(f.code.as_str());
+        }
+    }
+    (Some("server".into()), Some(codes.join(",")))
+}
+
 /// What the attempt's time limit did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum TimeLimit {
@@ -75,6 +145,8 @@ pub struct ClassifyInput {
     pub verifiers_passed: bool,
     /// Calls to the server under test (`tools/call` requests on the wire).
     pub server_calls: u64,
+    /// What the wire shows the server's own process doing wrong ([`crate::attempt::wire::server_faults`]).
+    pub server_faults: Vec<ServerFault>,
 }
 
 /// The class and why.
@@ -124,13 +196,33 @@ pub fn classify(input: &ClassifyInput) -> Classification {
                 joined(&input.builtin_uses)
             ),
         )
+    } else if let Some(f) = input.server_faults.iter().find(|f| f.before_start) {
+        // The server never started serving: the attempt scores a failure of the server, with what
+        // the wire shows (HARNESS_ERROR stays for the harness's own failures, above).
+        let rest: Vec<String> = input
+            .server_faults
+            .iter()
+            .filter(|g| *g != f)
+            .map(|g| g.description.clone())
+            .collect();
+        (
+            OutcomeClass::Fail,
+            if rest.is_empty() {
+                format!("server fault: {}", f.description)
+            } else {
+                format!("server fault: {}; {}", f.description, joined(&rest))
+            },
+        )
     } else if let TimeLimit::Hit {
         pending_server_call: Some(tool),
     } = &input.time_limit
     {
         (
             OutcomeClass::ServerTimeout,
-            format!("the time limit hit while the server call `{tool}` was pending"),
+            format!(
+                "the time limit hit while the server call `{tool}` was pending{}",
+                fault_suffix(&input.server_faults)
+            ),
         )
     } else if let TimeLimit::Hit {
         pending_server_call: None,
@@ -138,7 +230,10 @@ pub fn classify(input: &ClassifyInput) -> Classification {
     {
         (
             OutcomeClass::AgentTimeout,
-            "the time limit hit with no server call pending".to_string(),
+            format!(
+                "the time limit hit with no server call pending{}",
+                fault_suffix(&input.server_faults)
+            ),
         )
     } else if input.verifiers_passed && input.server_calls == 0 {
         (
@@ -154,13 +249,34 @@ pub fn classify(input: &ClassifyInput) -> Classification {
                 if input.server_calls == 1 { "" } else { "s" }
             ),
         )
-    } else {
+    } else if input.server_faults.is_empty() {
         (
             OutcomeClass::Fail,
             "at least one verifier failed".to_string(),
         )
+    } else {
+        let faults: Vec<String> = input
+            .server_faults
+            .iter()
+            .map(|f| f.description.clone())
+            .collect();
+        (
+            OutcomeClass::Fail,
+            format!(
+                "server fault: {}; at least one verifier failed",
+                joined(&faults)
+            ),
+        )
     };
     Classification { class, reason }
+}
+
+fn fault_suffix(faults: &[ServerFault]) -> String {
+    if faults.is_empty() {
+        return String::new();
+    }
+    let words: Vec<String> = faults.iter().map(|f| f.description.clone()).collect();
+    format!("; server fault: {}", joined(&words))
 }
 
 /// What the MCP wire tape says about an attempt's server calls.
@@ -340,5 +456,81 @@ mod tests {
             reported: "b".into(),
         }];
         assert!(classify(&i).reason.contains("pinned \"a\""));
+    }
+
+    fn fault(code: ServerFaultCode, words: &str, before_start: bool) -> ServerFault {
+        ServerFault {
+            code,
+            description: words.into(),
+            before_start,
+        }
+    }
+
+    #[test]
+    fn a_server_that_never_starts_is_a_failure_of_the_server_not_of_the_harness() {
+        let mut i = ClassifyInput {
+            server_faults: vec![fault(
+                ServerFaultCode::NoInitialize,
+                "the server never answered initialize #1 (waited 60.0 s)",
+                true,
+            )],
+            ..ClassifyInput::default()
+        };
+        let c = classify(&i);
+        assert_eq!(c.class, OutcomeClass::Fail);
+        assert_eq!(
+            c.reason,
+            "server fault: the server never answered initialize #1 (waited 60.0 s)"
+        );
+        assert_eq!(
+            fault_columns(c.class, &i.server_faults),
+            (Some("server".into()), Some("no-initialize".into()))
+        );
+        // A harness fault still wins: then the harness, not the server, is named.
+        i.harness_faults = vec![HarnessFault::Environment("bwrap: cannot mount".into())];
+        let c = classify(&i);
+        assert_eq!(c.class, OutcomeClass::HarnessError);
+        assert_eq!(
+            fault_columns(c.class, &i.server_faults),
+            (Some("harness".into()), Some("harness".into()))
+        );
+    }
+
+    #[test]
+    fn a_failure_names_the_server_faults_the_wire_shows() {
+        let i = ClassifyInput {
+            server_calls: 1,
+            server_faults: vec![
+                fault(
+                    ServerFaultCode::Exited,
+                    "the server exited with code 3 before answering tools/call #1 (`echo`)",
+                    false,
+                ),
+                fault(
+                    ServerFaultCode::NonJson,
+                    "the server wrote 1 non-JSON line",
+                    false,
+                ),
+            ],
+            ..ClassifyInput::default()
+        };
+        let c = classify(&i);
+        assert_eq!(c.class, OutcomeClass::Fail);
+        assert_eq!(
+            c.reason,
+            "server fault: the server exited with code 3 before answering tools/call #1 (`echo`); the server wrote 1 non-JSON line; at least one verifier failed"
+        );
+        assert_eq!(
+            fault_columns(c.class, &i.server_faults).1.as_deref(),
+            Some("server-exited,non-json")
+        );
+        // A pass is a pass: faults that did not stop it are not the outcome's reason.
+        let mut p = i.clone();
+        p.verifiers_passed = true;
+        assert_eq!(classify(&p).class, OutcomeClass::Pass);
+        assert_eq!(
+            fault_columns(OutcomeClass::Pass, &p.server_faults),
+            (None, None)
+        );
     }
 }

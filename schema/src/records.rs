@@ -75,6 +75,25 @@ pub struct AttemptRecord {
     pub isolation_backend: String,
     /// `anonymous`, `free-key` or `owner-key`.
     pub credential_context: String,
+    /// Whose failure the outcome records, when something failed that was not the agent's answer:
+    /// `server` (the server's own process misbehaved on the wire: it exited, wrote non-JSON, answered
+    /// an id nobody asked, never answered, answered too much, flooded stderr, or never answered
+    /// `initialize`) or `harness` (a HARNESS_ERROR: sandbox, fixture host, adapter). Null when neither.
+    #[serde(default)]
+    pub fault_source: Option<String>,
+    /// The fault's code (`server-exited`, `non-json`, `unknown-id`, `no-answer`, `oversized-result`,
+    /// `stderr-flood`, `no-initialize`; `harness` for harness faults); the words are in
+    /// `outcome_reason`. Several server faults are joined with `,`, first the one named first.
+    #[serde(default)]
+    pub fault_code: Option<String>,
+    /// The resource limits and isolation measures that took effect, `; `-joined
+    /// (`cgroup-v1.pids.max=512; …`). Null when no sandbox was built (no server attached).
+    #[serde(default)]
+    pub limits_applied: Option<String>,
+    /// The requested limits that could not be applied, each with its reason, `; `-joined. Null when
+    /// every one was applied or no sandbox was built.
+    #[serde(default)]
+    pub limits_missing: Option<String>,
 }
 
 impl Table for AttemptRecord {
@@ -124,6 +143,10 @@ impl Table for AttemptRecord {
             f_str("tape_agent_sha256", false),
             f_str("isolation_backend", false),
             f_str("credential_context", false),
+            f_str("fault_source", true),
+            f_str("fault_code", true),
+            f_str("limits_applied", true),
+            f_str("limits_missing", true),
         ]
     }
     fn sort_key(&self) -> String {
@@ -138,8 +161,10 @@ pub struct ToolCallRecord {
     /// 0-based order of the call within the attempt.
     pub seq: i64,
     pub tool_name: String,
-    /// Whether the server listed this tool name in `tools/list` (false = hallucinated tool).
-    pub tool_listed: bool,
+    /// Whether the server listed this tool name in a `tools/list` answer on the attempt's wire
+    /// (false = hallucinated tool). Null when the wire holds no listing to judge against (unknown,
+    /// never counted as hallucinated).
+    pub tool_listed: Option<bool>,
     pub request_at: TimestampMicros,
     /// Null when no response arrived (pending at timeout, or the server died).
     pub response_at: Option<TimestampMicros>,
@@ -162,7 +187,7 @@ impl Table for ToolCallRecord {
             f_str("attempt_id", false),
             f_i64("seq", false),
             f_str("tool_name", false),
-            f_bool("tool_listed", false),
+            f_bool("tool_listed", true),
             f_ts("request_at", false),
             f_ts("response_at", true),
             f_f64("latency_ms", true),

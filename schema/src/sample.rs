@@ -198,6 +198,20 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 tape_agent_sha256: String::new(),
                 isolation_backend: "none".into(),
                 credential_context: "anonymous".into(),
+                fault_source: match outcome {
+                    OutcomeClass::Fail => Some("server".into()),
+                    OutcomeClass::HarnessError => Some("harness".into()),
+                    _ => None,
+                },
+                fault_code: match outcome {
+                    OutcomeClass::Fail => Some("server-exited".into()),
+                    OutcomeClass::HarnessError => Some("harness".into()),
+                    _ => None,
+                },
+                limits_applied: None,
+                limits_missing: Some(
+                    "all: the none backend applies no isolation and no limits".into(),
+                ),
             };
             StagedUnit {
                 unit_id: attempt_id.clone(),
@@ -206,7 +220,7 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                     attempt_id: attempt_id.clone(),
                     seq: 0,
                     tool_name: if i == 1 { long.clone() } else { "query".into() },
-                    tool_listed: i != 2,
+                    tool_listed: (i != 5).then_some(i != 2),
                     request_at: started + 10,
                     response_at: (i % 7 != 3).then_some(started + 1_510),
                     latency_ms: (i % 7 != 3).then_some(1.5),

@@ -219,7 +219,9 @@ pub fn check_schema<T: Table>(file_schema: &Schema, older_minor: bool) -> Result
                     e.data_type()
                 )));
             }
-            Some(e) if e.is_nullable() != f.is_nullable() => {
+            // A column that became nullable reads files that wrote it as required (every value is
+            // present); the reverse would let nulls into a required field.
+            Some(e) if f.is_nullable() && !e.is_nullable() => {
                 return Err(mismatch(format!(
                     "column `{}` is {} where it should be {}",
                     f.name(),

@@ -1744,7 +1744,11 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         .map(|t| ToolCallRow {
             seq: t.seq.to_string(),
             tool: visible(&t.tool_name),
-            listed: t.tool_listed,
+            listed: match t.tool_listed {
+                Some(true) => "yes".into(),
+                Some(false) => "no (hallucinated)".into(),
+                None => "unknown (no tools/list answer on the wire)".into(),
+            },
             status: visible(&t.status),
             latency: t
                 .latency_ms
@@ -1812,7 +1816,35 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         },
         Chip {
             label: "Isolation".into(),
-            value: visible(&a.isolation_backend),
+            value: match &a.limits_missing {
+                Some(missing) => format!(
+                    "{} (partial: {} requested limit{} not applied)",
+                    visible(&a.isolation_backend),
+                    missing.split("; ").count(),
+                    if missing.split("; ").count() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
+                None => visible(&a.isolation_backend),
+            },
+        },
+        Chip {
+            label: "Limits applied".into(),
+            value: a
+                .limits_applied
+                .as_deref()
+                .map(visible)
+                .unwrap_or_else(|| "none recorded".into()),
+        },
+        Chip {
+            label: "Limits not applied".into(),
+            value: a
+                .limits_missing
+                .as_deref()
+                .map(visible)
+                .unwrap_or_else(|| "none".into()),
         },
         Chip {
             label: "Credentials".into(),
@@ -1823,6 +1855,21 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
             value: visible(&a.task_set),
         },
     ];
+    let mut facts = facts;
+    if let Some(source) = &a.fault_source {
+        facts.push(Chip {
+            label: "Fault".into(),
+            value: format!(
+                "{} ({})",
+                match source.as_str() {
+                    "server" => "the server's own process".to_string(),
+                    "harness" => "the harness".to_string(),
+                    other => visible(other),
+                },
+                a.fault_code.as_deref().map(visible).unwrap_or_default()
+            ),
+        });
+    }
     let is_control = ix.control_attempts.contains(a.attempt_id.as_str());
     let cell_path = if is_control {
         paths::cell(&a.category, &a.agent_id, "")

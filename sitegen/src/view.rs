@@ -315,7 +315,8 @@ pub struct TimelineEvent {
 pub struct ToolCallRow {
     pub seq: String,
     pub tool: String,
-    pub listed: bool,
+    /// `yes`, `no (hallucinated)` or `unknown (…)`.
+    pub listed: String,
     pub status: String,
     pub latency: String,
     pub bytes: String,

@@ -170,6 +170,8 @@ impl AgentSignals {
             },
             verifiers_passed,
             server_calls: wire.map_or(self.server_calls, |w| w.server_calls),
+            // Read from the wire tape by the attempt (`attempt::wire::server_faults`).
+            server_faults: Vec::new(),
         }
     }
 }

@@ -8,7 +8,10 @@ pub mod builtin;
 pub mod wire;
 
 use crate::catalog::{Catalog, instance_sha256, render_probe, render_task};
-use crate::classify::{Classification, ClassifyInput, HarnessFault, TimeLimit, classify};
+use crate::classify::{
+    Classification, ClassifyInput, HarnessFault, ServerFault, ServerFaultCode, TimeLimit, classify,
+    fault_columns,
+};
 use crate::dataset::client::Target;
 use crate::mcp::client::{ClientOptions, McpSession};
 use crate::roster::{LaunchContext, ResolvedLaunch, Roster, resolve_launch};
@@ -652,6 +655,51 @@ fn write_empty_mcp_tape(
     .map_err(|e| setup(attempt_id, e.to_string()))
 }
 
+/// The exit code of the sandbox's own wrapper when it cannot put the server in its control groups
+/// (`sandbox/netns.rs`).
+const SANDBOX_WRAPPER_EXIT: &str = "exit:97";
+
+/// Programs of the sandbox that stand between the runner and the server; their own complaints on
+/// stderr mean the sandbox, not the server, failed.
+const SANDBOX_PROGRAMS: [&str; 3] = ["bwrap:", "nsenter:", "setpriv:"];
+
+/// A session that did not start because of the harness (the server could not be spawned, its tape
+/// not written, or the sandbox around it failed) as a harness fault; `None` when the server's own
+/// process is what failed (it never answered `initialize`, exited, or answered wrongly), which is a
+/// server fault the wire names.
+fn harness_start_failure(e: &crate::mcp::McpError, tape: &Path) -> Option<HarnessFault> {
+    use crate::mcp::McpError;
+    match e {
+        McpError::Spawn { .. } | McpError::Tape(_) => Some(HarnessFault::Environment(format!(
+            "the server could not be started: {e}"
+        ))),
+        McpError::Closed { stderr, .. } => {
+            let end = agentrank_schema::tape::read_tape(tape)
+                .ok()
+                .and_then(|lines| {
+                    lines.into_iter().rev().find_map(|l| match l {
+                        TapeLine::End(e) => Some(e.reason),
+                        _ => None,
+                    })
+                })
+                .unwrap_or_default();
+            let complaint = stderr
+                .lines()
+                .map(str::trim)
+                .find(|l| SANDBOX_PROGRAMS.iter().any(|p| l.starts_with(p)));
+            if end == SANDBOX_WRAPPER_EXIT || complaint.is_some() {
+                Some(HarnessFault::Environment(format!(
+                    "the sandbox did not start the server: {}",
+                    complaint.unwrap_or("its wrapper could not join the attempt's control groups")
+                )))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Runs one slot. `rerun_of` names the attempt this one re-runs.
 pub fn run_attempt(
     env: &AttemptEnv,
@@ -783,6 +831,12 @@ pub fn run_attempt(
     let mut session_note = String::new();
     let mut mcp_sha = None;
     let mut external_run: Option<crate::agents::AgentRun> = None;
+    // What the sandbox applied and could not apply (null when no sandbox was built).
+    let mut limits: Option<(Vec<String>, Vec<String>)> = None;
+    // Bytes the server wrote to stderr (the runner's own client only; the tap does not count them).
+    let mut stderr_bytes: Option<u64> = None;
+    // Why the runner's client could not start a session, when the server's own process failed.
+    let mut start_failure: Option<String> = None;
     let mut protocol_rows = Vec::new();
 
     if attach_server && signals.harness_faults.is_empty() {
@@ -817,6 +871,7 @@ pub fn run_attempt(
                 }
                 health.push(h);
                 let report = world.isolation().clone();
+                limits = Some((report.applied_limits.clone(), report.missing_limits.clone()));
                 let mut ctx: LaunchContext = installed.context.clone();
                 // Inside the netns sandbox the server starts in its fresh HOME, which is also its
                 // scratch directory; unisolated, both are a directory of the attempt's own.
@@ -904,6 +959,14 @@ pub fn run_attempt(
                                     .insert("command".into(), server.launch.command.clone().into());
                                 tape_info.insert("args".into(), server.launch.args.clone().into());
                                 tape_info.insert("isolation".into(), env.backend.as_str().into());
+                                if builtin == Some(Builtin::Reference) {
+                                    // The reference agent calls its recipe's tools by name; the
+                                    // listing its calls are judged against is taken on its own wire.
+                                    tape_info.insert(
+                                        "listing".into(),
+                                        "tools/list by the runner before the reference agent's first step".into(),
+                                    );
+                                }
                                 // Measurements ride on the first try of a scored smoke attempt, before
                                 // the agent starts: the server's zero-token protocol probes on the
                                 // reference agent's (same world, two short sessions of their own), an
@@ -985,12 +1048,17 @@ pub fn run_attempt(
                                         .await;
                                         let session = match session {
                                             Ok(s) => s,
-                                            Err(e) => return (Err(e.to_string()), None),
+                                            Err(e) => return (Err(e), None),
                                         };
                                         let recipe = server.recipe(&instance.task_id);
                                         let fut = async {
                                             match agent {
                                                 Builtin::Reference => {
+                                                    // The listing its calls are judged against,
+                                                    // on its own wire, under its time limit; a
+                                                    // failed listing is on the wire too, and the
+                                                    // calls are then judged against none (unknown).
+                                                    let _ = session.list_tools().await;
                                                     builtin::run_reference(
                                                         &session,
                                                         instance,
@@ -1023,14 +1091,19 @@ pub fn run_attempt(
                                         (Ok(timed_out), end.ok())
                                     });
                                     match outcome {
-                                        (Err(e), _) => {
-                                            session_note = format!("server did not start: {e}");
-                                        }
+                                        (Err(e), _) => match harness_start_failure(&e, &mcp_tape) {
+                                            Some(fault) => signals.harness_faults.push(fault),
+                                            None => {
+                                                start_failure =
+                                                    Some(format!("the server did not start: {e}"))
+                                            }
+                                        },
                                         (Ok(t), end) => {
                                             timed_out = t;
                                             if let Some(end) = end {
                                                 mcp_sha = end.tape.file.map(|(_, sha)| sha);
                                                 session_note = end.exit.reason();
+                                                stderr_bytes = Some(end.stderr_bytes);
                                             }
                                         }
                                     }
@@ -1174,6 +1247,20 @@ pub fn run_attempt(
         vec![]
     };
     let wire = wire::summarize_tape(&wire_lines);
+    signals.server_faults = wire::server_faults(&wire_lines, stderr_bytes);
+    if let Some(why) = start_failure
+        && !signals.server_faults.iter().any(|f| f.before_start)
+    {
+        // The server answered `initialize`, but not with a session the client could use.
+        signals.server_faults.insert(
+            0,
+            ServerFault {
+                code: ServerFaultCode::NoInitialize,
+                description: why,
+                before_start: true,
+            },
+        );
+    }
     let mut observed = ObservedState {
         final_message: run.final_message.clone(),
         server_calls: wire.summary.server_calls,
@@ -1301,8 +1388,13 @@ pub fn run_attempt(
         agentrank_schema::task::Tier::MultiStep => "multi-step",
         agentrank_schema::task::Tier::Edge => "edge",
     };
-    let listed = wire.listed_tools.clone();
-    let tool_calls = wire::tool_call_records(&id, &wire_lines, &listed);
+    let tool_calls = wire::tool_call_records(
+        &id,
+        &wire_lines,
+        wire.has_listing.then_some(&wire.listed_tools),
+    );
+    let (fault_source, fault_code) = fault_columns(outcome, &signals.server_faults);
+    let joined_or_none = |v: &[String]| (!v.is_empty()).then(|| v.join("; "));
     let errors = tool_calls.iter().filter(|c| c.status != "ok").count() as i64;
     let attempt = AttemptRecord {
         attempt_id: id.clone(),
@@ -1370,6 +1462,10 @@ pub fn run_attempt(
         tape_agent_sha256: agent_sha,
         isolation_backend: env.backend.as_str().into(),
         credential_context: env.credential_context.clone(),
+        fault_source,
+        fault_code,
+        limits_applied: limits.as_ref().and_then(|(a, _)| joined_or_none(a)),
+        limits_missing: limits.as_ref().and_then(|(_, m)| joined_or_none(m)),
     };
     let mut unit = StagedUnit {
         unit_id: id.clone(),
@@ -1466,6 +1562,37 @@ pub fn run_attempt(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session that did not start is the harness's failure only when the harness is what failed:
+    /// the server could not be spawned, or the sandbox programs around it complained.
+    #[test]
+    fn a_start_failure_is_the_harness_only_when_the_sandbox_or_spawn_failed() {
+        use crate::mcp::McpError;
+        let none = Path::new("/nonexistent/tape.jsonl.zst");
+        let spawn = McpError::Spawn {
+            program: "nsenter".into(),
+            source: std::io::Error::other("no such file"),
+        };
+        assert!(harness_start_failure(&spawn, none).is_some());
+        let sandbox = McpError::Closed {
+            method: "initialize".into(),
+            stderr: "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n".into(),
+        };
+        let fault = harness_start_failure(&sandbox, none).expect("a sandbox failure");
+        assert!(fault.describe().contains("bwrap: Can't mount proc"));
+        let server = McpError::Closed {
+            method: "initialize".into(),
+            stderr:
+                "Traceback (most recent call last):\nModuleNotFoundError: No module named 'x'\n"
+                    .into(),
+        };
+        assert_eq!(harness_start_failure(&server, none), None);
+        let hang = McpError::Timeout {
+            method: "initialize".into(),
+            timeout: Duration::from_secs(60),
+        };
+        assert_eq!(harness_start_failure(&hang, none), None);
+    }
 
     /// A sidecar started from a worker thread that has since ended is still serving: sweeps start
     /// database servers from whichever worker needs one first, and workers come and go.

@@ -1,6 +1,7 @@
 //! Reading an attempt's wire tape back: the verifier's view (server calls and tool results), the tool
 //! names the server listed, and one `tool_calls` row per `tools/call` with its timing and status.
 
+use crate::classify::{ServerFault, ServerFaultCode, clip};
 use crate::verify::wire::{WireDir, WireSummary, messages, summarize};
 use agentrank_schema::records::ToolCallRecord;
 use agentrank_schema::tape::{Dir, TapeLine};
@@ -12,6 +13,9 @@ pub struct WireView {
     pub summary: WireSummary,
     /// Every tool name the server listed in any `tools/list` result.
     pub listed_tools: BTreeSet<String>,
+    /// Whether the wire holds a `tools/list` answer at all: without one a call's tool cannot be judged
+    /// listed or not (its `tool_listed` is null, never "hallucinated").
+    pub has_listing: bool,
 }
 
 /// Summarizes a wire tape's lines.
@@ -31,10 +35,12 @@ pub fn summarize_tape(lines: &[TapeLine]) -> WireView {
         })
         .collect();
     let mut listed = BTreeSet::new();
+    let mut has_listing = false;
     for (dir, raw) in &msgs {
         if *dir == WireDir::ServerToClient {
             for m in messages(raw) {
                 if let Some(tools) = m.pointer("/result/tools").and_then(|t| t.as_array()) {
+                    has_listing = true;
                     for t in tools {
                         if let Some(n) = t.get("name").and_then(|n| n.as_str()) {
                             listed.insert(n.to_string());
@@ -47,14 +53,17 @@ pub fn summarize_tape(lines: &[TapeLine]) -> WireView {
     WireView {
         summary: summarize(msgs.iter().copied()),
         listed_tools: listed,
+        has_listing,
     }
 }
 
-/// One row per `tools/call` request on the wire, matched with its response by JSON-RPC id.
+/// One row per `tools/call` request on the wire, matched with its response by JSON-RPC id. `listed` is
+/// the server's listing on the wire, `None` when the wire holds none (every row's `tool_listed` is
+/// then null: unknown).
 pub fn tool_call_records(
     attempt_id: &str,
     lines: &[TapeLine],
-    listed: &BTreeSet<String>,
+    listed: Option<&BTreeSet<String>>,
 ) -> Vec<ToolCallRecord> {
     let started = lines
         .iter()
@@ -81,7 +90,7 @@ pub fn tool_call_records(
                     rows.push(ToolCallRecord {
                         attempt_id: attempt_id.to_string(),
                         seq: rows.len() as i64,
-                        tool_listed: listed.contains(&name),
+                        tool_listed: listed.map(|l| l.contains(&name)),
                         tool_name: name,
                         request_at: started + m.t,
                         response_at: None,
@@ -130,6 +139,187 @@ pub fn tool_call_records(
         }
     }
     rows
+}
+
+/// Response lines larger than this are named as an oversized result (a server fault).
+pub const OVERSIZED_RESULT_BYTES: usize = 10 * 1024 * 1024;
+/// More stderr than this is named as a stderr flood (a server fault).
+pub const STDERR_FLOOD_BYTES: u64 = 8 * 1024 * 1024;
+
+/// One client request on the wire: its method, its number among requests of that method (1-based),
+/// the tool it called, and when it was sent (µs after the tape started).
+#[derive(Debug, Clone)]
+struct Request {
+    method: String,
+    ordinal: usize,
+    tool: Option<String>,
+    t: i64,
+}
+
+impl Request {
+    fn name(&self) -> String {
+        match &self.tool {
+            Some(tool) => format!("{} #{} (`{}`)", self.method, self.ordinal, clip(tool, 80)),
+            None => format!("{} #{}", self.method, self.ordinal),
+        }
+    }
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_000_000.0)
+}
+
+/// What the wire shows the server's own process doing wrong, in the order the reader should hear it:
+/// an exit (or a signal) before a request was answered, no answer to `initialize` or to a call,
+/// answers to ids no request carried, non-JSON lines on stdout, an oversized answer, a stderr flood
+/// (`stderr_bytes`, when the runner counted the server's stderr). Pure: reads the tape's lines only.
+pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<ServerFault> {
+    let mut faults = Vec::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut pending: BTreeMap<String, Request> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut answered: BTreeSet<String> = BTreeSet::new();
+    let mut unknown_ids: Vec<String> = Vec::new();
+    let mut non_json = 0usize;
+    let mut first_non_json: Option<String> = None;
+    let mut oversized: Option<(String, u64)> = None;
+    let mut end: Option<(i64, String)> = None;
+    for l in lines {
+        let m = match l {
+            TapeLine::Message(m) => m,
+            TapeLine::End(e) => {
+                end = Some((e.t, e.reason.clone()));
+                continue;
+            }
+            _ => continue,
+        };
+        let parsed = messages(&m.raw);
+        if m.dir == Dir::Out && parsed.is_empty() && !m.raw.trim().is_empty() {
+            non_json += 1;
+            first_non_json.get_or_insert_with(|| clip(m.raw.trim(), 80));
+            continue;
+        }
+        for msg in parsed {
+            let id = msg
+                .get("id")
+                .filter(|i| !i.is_null())
+                .map(|i| i.to_string());
+            let method = msg.get("method").and_then(|x| x.as_str());
+            match (m.dir, id, method) {
+                (Dir::In, Some(id), Some(method)) => {
+                    let n = counts.entry(method.to_string()).or_insert(0);
+                    *n += 1;
+                    let req = Request {
+                        method: method.to_string(),
+                        ordinal: *n,
+                        tool: (method == "tools/call")
+                            .then(|| {
+                                msg.pointer("/params/name")
+                                    .and_then(|x| x.as_str())
+                                    .map(String::from)
+                            })
+                            .flatten(),
+                        t: m.t,
+                    };
+                    order.push(id.clone());
+                    pending.insert(id, req);
+                }
+                (Dir::Out, Some(id), None) => {
+                    if let Some(req) = pending.remove(&id) {
+                        answered.insert(id);
+                        if m.raw.len() > OVERSIZED_RESULT_BYTES && oversized.is_none() {
+                            oversized = Some((req.name(), m.raw.len() as u64));
+                        }
+                    } else if !answered.contains(&id) {
+                        unknown_ids.push(id);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let first_pending = order.iter().find_map(|id| pending.get(id));
+    let (end_t, end_reason) = end.unwrap_or((0, String::new()));
+    if let Some(req) = first_pending {
+        let before_start = req.method == "initialize";
+        let exited = end_reason
+            .strip_prefix("exit:")
+            .and_then(|c| c.parse::<i32>().ok())
+            .filter(|c| *c != 0)
+            .map(|c| format!("exited with code {c}"))
+            .or_else(|| {
+                end_reason
+                    .strip_prefix("signal:")
+                    .map(|s| format!("was ended by signal {s}"))
+            });
+        match exited {
+            Some(how) => faults.push(ServerFault {
+                code: ServerFaultCode::Exited,
+                description: format!("the server {how} before answering {}", req.name()),
+                before_start,
+            }),
+            None => {
+                let waited = (end_t - req.t).max(0) as f64 / 1_000_000.0;
+                faults.push(ServerFault {
+                    code: if before_start {
+                        ServerFaultCode::NoInitialize
+                    } else {
+                        ServerFaultCode::NoAnswer
+                    },
+                    description: if waited > 0.0 {
+                        format!(
+                            "the server never answered {} (waited {waited:.1} s)",
+                            req.name()
+                        )
+                    } else {
+                        format!("the server never answered {}", req.name())
+                    },
+                    before_start,
+                });
+            }
+        }
+    }
+    if let Some(id) = unknown_ids.first() {
+        faults.push(ServerFault {
+            code: ServerFaultCode::UnknownId,
+            description: format!(
+                "the server answered with id {}, which no request carried{}",
+                clip(id, 40),
+                if unknown_ids.len() > 1 {
+                    format!(" ({} such answers)", unknown_ids.len())
+                } else {
+                    String::new()
+                }
+            ),
+            before_start: false,
+        });
+    }
+    if non_json > 0 {
+        faults.push(ServerFault {
+            code: ServerFaultCode::NonJson,
+            description: format!(
+                "the server wrote {non_json} non-JSON line{} on stdout (first: {:?})",
+                if non_json == 1 { "" } else { "s" },
+                first_non_json.unwrap_or_default()
+            ),
+            before_start: false,
+        });
+    }
+    if let Some((req, bytes)) = oversized {
+        faults.push(ServerFault {
+            code: ServerFaultCode::OversizedResult,
+            description: format!("the server answered {req} with {}", megabytes(bytes)),
+            before_start: false,
+        });
+    }
+    if let Some(bytes) = stderr_bytes.filter(|b| *b > STDERR_FLOOD_BYTES) {
+        faults.push(ServerFault {
+            code: ServerFaultCode::StderrFlood,
+            description: format!("the server wrote {} to stderr", megabytes(bytes)),
+            before_start: false,
+        });
+    }
+    faults
 }
 
 #[cfg(test)]
@@ -189,15 +379,133 @@ mod tests {
         ];
         let view = summarize_tape(&lines);
         assert!(view.listed_tools.contains("query"));
-        let rows = tool_call_records("a", &lines, &view.listed_tools);
+        assert!(view.has_listing);
+        let rows = tool_call_records("a", &lines, Some(&view.listed_tools));
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0].status, "ok");
         assert_eq!(rows[0].latency_ms, Some(1.5));
         assert_eq!(rows[0].request_at, 1_000_010);
-        assert!(!rows[1].tool_listed);
+        assert_eq!(rows[1].tool_listed, Some(false));
         assert_eq!(rows[1].status, "protocol_error");
         assert_eq!(rows[1].protocol_error_code, Some(-32602));
         assert_eq!(rows[2].status, "no_response");
         assert_eq!(rows[2].response_at, None);
+    }
+
+    fn tape(messages: &[(i64, Dir, &str)], end: &str) -> Vec<TapeLine> {
+        let mut lines = vec![TapeLine::Meta(MetaLine {
+            v: 1,
+            plane: Plane::Mcp,
+            attempt_id: "a".into(),
+            started_at: 0,
+            info: Default::default(),
+        })];
+        lines.extend(messages.iter().map(|(t, d, raw)| msg(*t, *d, raw)));
+        lines.push(TapeLine::End(agentrank_schema::tape::EndLine {
+            t: 30_000_000,
+            reason: end.into(),
+        }));
+        lines
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
+    const INIT_OK: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}"#;
+    const CALL: &str =
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
+
+    #[test]
+    fn an_exit_before_an_answer_is_named_with_the_request() {
+        let lines = tape(
+            &[
+                (1, Dir::In, INIT),
+                (2, Dir::Out, INIT_OK),
+                (3, Dir::In, CALL),
+                (
+                    4,
+                    Dir::Out,
+                    r#"{"jsonrpc": "2.0", "id": 1, "result": {"content": ["#,
+                ),
+            ],
+            "exit:3",
+        );
+        let f = server_faults(&lines, Some(10));
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].code, ServerFaultCode::Exited);
+        assert_eq!(
+            f[0].description,
+            "the server exited with code 3 before answering tools/call #1 (`echo`)"
+        );
+        assert!(!f[0].before_start);
+        assert_eq!(f[1].code, ServerFaultCode::NonJson);
+    }
+
+    #[test]
+    fn no_answer_to_initialize_is_a_fault_before_start() {
+        let f = server_faults(&tape(&[(1_000_000, Dir::In, INIT)], "timeout"), None);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].code, ServerFaultCode::NoInitialize);
+        assert!(f[0].before_start);
+        assert_eq!(
+            f[0].description,
+            "the server never answered initialize #1 (waited 29.0 s)"
+        );
+    }
+
+    #[test]
+    fn unknown_ids_oversized_answers_and_stderr_floods_are_named() {
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "y".repeat(OVERSIZED_RESULT_BYTES)
+        );
+        let lines = tape(
+            &[
+                (1, Dir::In, INIT),
+                (2, Dir::Out, INIT_OK),
+                (3, Dir::In, CALL),
+                (4, Dir::Out, r#"{"jsonrpc":"2.0","id":1001,"result":{}}"#),
+                (5, Dir::Out, &big),
+            ],
+            "exit:0",
+        );
+        let f = server_faults(&lines, Some(STDERR_FLOOD_BYTES + 1));
+        let codes: Vec<_> = f.iter().map(|f| f.code).collect();
+        assert_eq!(
+            codes,
+            vec![
+                ServerFaultCode::UnknownId,
+                ServerFaultCode::OversizedResult,
+                ServerFaultCode::StderrFlood
+            ]
+        );
+        assert!(
+            f[0].description
+                .contains("id 1001, which no request carried")
+        );
+        assert!(
+            f[1].description
+                .contains("tools/call #1 (`echo`) with 10.5 MB")
+        );
+    }
+
+    #[test]
+    fn a_clean_session_has_no_fault_and_calls_without_a_listing_are_unknown() {
+        let lines = tape(
+            &[
+                (1, Dir::In, INIT),
+                (2, Dir::Out, INIT_OK),
+                (3, Dir::In, CALL),
+                (
+                    4,
+                    Dir::Out,
+                    r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+                ),
+            ],
+            "exit:0",
+        );
+        assert!(server_faults(&lines, Some(100)).is_empty());
+        let view = summarize_tape(&lines);
+        assert!(!view.has_listing);
+        let rows = tool_call_records("a", &lines, view.has_listing.then_some(&view.listed_tools));
+        assert_eq!(rows[0].tool_listed, None);
     }
 }

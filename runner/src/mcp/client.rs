@@ -198,6 +198,8 @@ pub struct SessionEnd {
     pub tape: TapeSummary,
     pub exit: ExitKind,
     pub stderr_tail: String,
+    /// Every byte the server wrote to stderr (0 for a server reached by URL).
+    pub stderr_bytes: u64,
 }
 
 /// Spawns the server, connects the tap in front of it, and starts recording. Returns the SDK's end of
@@ -306,8 +308,14 @@ impl McpSession {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
                 let exited = process.has_exited();
-                process.stop(Duration::from_millis(200)).await;
-                let _ = recorder.finish("initialize-failed");
+                let exit = process.stop(Duration::from_millis(200)).await;
+                // A server that is gone says how it ended (`exit:1`): the wire's reader tells a
+                // server that exited before answering `initialize` from one that answered wrongly.
+                let _ = recorder.finish(&if exited {
+                    exit.reason()
+                } else {
+                    "initialize-failed".to_string()
+                });
                 return Err(if exited {
                     McpError::Closed {
                         method: "initialize".into(),
@@ -566,6 +574,10 @@ impl McpSession {
             stderr_tail: process
                 .as_ref()
                 .map(ServerProcess::stderr_tail)
+                .unwrap_or_default(),
+            stderr_bytes: process
+                .as_ref()
+                .map(ServerProcess::stderr_bytes)
                 .unwrap_or_default(),
         })
     }

@@ -24,6 +24,8 @@ pub struct ServerProcess {
     child: Child,
     pgid: Option<Pid>,
     stderr_tail: Arc<Mutex<Vec<u8>>>,
+    /// Every byte the server wrote to stderr (the tail keeps only the last ones).
+    stderr_bytes: Arc<std::sync::atomic::AtomicU64>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
     /// The server's own HOME, when it is a dedicated directory: processes that left the process group
     /// (detached daemons) still carry it and are found by it at stop.
@@ -84,14 +86,17 @@ impl ServerProcess {
             .take()
             .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+        let stderr_bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let stderr_task = child.stderr.take().map(|mut stderr| {
             let tail = stderr_tail.clone();
+            let total = stderr_bytes.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 16 * 1024];
                 while let Ok(n) = stderr.read(&mut buf).await {
                     if n == 0 {
                         break;
                     }
+                    total.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
                     let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                     t.extend_from_slice(&buf[..n]);
                     if t.len() > STDERR_TAIL {
@@ -112,6 +117,7 @@ impl ServerProcess {
                 child,
                 pgid,
                 stderr_tail,
+                stderr_bytes,
                 stderr_task,
                 private_home,
             },
@@ -129,6 +135,11 @@ impl ServerProcess {
     pub fn stderr_tail(&self) -> String {
         let t = self.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
         String::from_utf8_lossy(&t).into_owned()
+    }
+
+    /// How many bytes the server has written to stderr so far.
+    pub fn stderr_bytes(&self) -> u64 {
+        self.stderr_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the process has exited (without waiting).

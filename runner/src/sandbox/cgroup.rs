@@ -101,6 +101,11 @@ impl AttemptCgroup {
                     d.join("memory.memsw.limit_in_bytes"),
                     &limits.memory_bytes.to_string(),
                 );
+            } else {
+                // Without swap accounting the memory limit does not cover swap: say so.
+                self.missing.push(
+                    "cgroup-v1.memory.memsw.limit_in_bytes: swap accounting is off in this kernel, so memory plus swap is not limited".into(),
+                );
             }
         }
         if let Some(d) = self.v1_dir("cpu", name) {
@@ -129,11 +134,25 @@ impl AttemptCgroup {
             self.missing.push(format!("cgroup-v2: {e}"));
             return;
         }
-        let _ = write(
-            &Path::new(ROOT).join("cgroup.subtree_control"),
-            "+memory +pids +cpu",
-        );
-        let _ = write(&parent.join("cgroup.subtree_control"), "+memory +pids +cpu");
+        // Each controller is enabled for the attempt's group on its own, so one the parent cannot
+        // delegate is recorded as missing rather than taking the others with it.
+        for controller in ["memory", "pids", "cpu"] {
+            for level in [Path::new(ROOT), parent.as_path()] {
+                let _ = write(
+                    &level.join("cgroup.subtree_control"),
+                    &format!("+{controller}"),
+                );
+            }
+        }
+        let enabled = fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+        for controller in ["memory", "pids", "cpu"] {
+            if !enabled.split_whitespace().any(|c| c == controller) {
+                self.missing.push(format!(
+                    "cgroup-v2.{controller}: the controller is not enabled for {}",
+                    parent.display()
+                ));
+            }
+        }
         self.dirs.push(("v2".into(), dir.clone()));
         self.set(
             "cgroup-v2.pids.max",
@@ -282,5 +301,42 @@ impl AttemptCgroup {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A limit the kernel refuses is listed as not applied, with the kernel's reason, and the others
+    /// still take effect (needs root and a cgroup filesystem).
+    #[test]
+    fn a_refused_limit_is_recorded_as_missing_and_the_rest_apply() {
+        if !nix::unistd::geteuid().is_root() || !Path::new(ROOT).exists() {
+            eprintln!("skipped: needs root and /sys/fs/cgroup");
+            return;
+        }
+        // A CPU quota of 0.1 ms per 100 ms period is below the kernel's 1 ms minimum.
+        let limits = Limits {
+            cpu_millis: 1,
+            ..Limits::default()
+        };
+        let name = format!("cgroup-test-{}", std::process::id());
+        let mut cg = AttemptCgroup::create(&name, &limits);
+        let applied = cg.applied().to_vec();
+        let missing = cg.missing().to_vec();
+        cg.remove();
+        assert!(
+            applied.iter().any(|a| a.contains("pids.max=512")),
+            "{applied:?}"
+        );
+        assert!(
+            missing.iter().any(|m| m.contains(".cpu")),
+            "the refused CPU quota is listed: {missing:?}"
+        );
+        assert!(
+            !applied.iter().any(|a| a.contains("cpu")),
+            "a refused limit is not also listed as applied: {applied:?}"
+        );
     }
 }

@@ -17,6 +17,11 @@ Modes (each misbehaves in exactly one way and is otherwise a correct MCP server)
   old-version       always answers protocolVersion 2024-11-05
   spawn-child       starts a long-lived child process (a grandchild of the runner) at start
   slow-start        sleeps 3 s before reading anything
+  no-init           reads every request and never answers initialize
+  exit-at-start     writes a complaint on stderr and exits with status 1 before reading anything
+  wrong-id          answers tools/call with an id 1000 higher than the request's
+  huge              answers tools/call with a 100 MB text result
+  stderr-flood      writes 40 MB to stderr before answering tools/call
 """
 
 import json
@@ -68,6 +73,8 @@ def handle(msg):
     if req_id is None:
         return  # a notification
     if method == "initialize":
+        if MODE == "no-init":
+            return
         offered = params.get("protocolVersion", "")
         if MODE == "echo-version":
             version = offered
@@ -108,6 +115,16 @@ def handle(msg):
             error(req_id, -32602, "Unknown tool: %s" % name)
             return
         text = str(args.get("text", ""))
+        if MODE == "wrong-id" and isinstance(req_id, int):
+            answer(req_id + 1000, {"content": [{"type": "text", "text": text}], "isError": False})
+            return
+        if MODE == "huge":
+            text = text + ("y" * (100 * 1000 * 1000))
+        if MODE == "stderr-flood":
+            chunk = ("stderr flood " * 80 + "\n") * 100
+            for _ in range(40 * 1000 * 1000 // len(chunk) + 1):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
         if MODE == "flood":
             for i in range(20000):
                 send({"jsonrpc": "2.0", "method": "notifications/message",
@@ -125,6 +142,10 @@ def main():
         subprocess.Popen(["sleep", "600"])
     if MODE == "slow-start":
         time.sleep(3)
+    if MODE == "exit-at-start":
+        sys.stderr.write("misbehaving server: refusing to start\n")
+        sys.stderr.flush()
+        sys.exit(1)
     if MODE == "banner":
         sys.stdout.write("Starting misbehaving server v1.0 ...\n")
         sys.stdout.flush()

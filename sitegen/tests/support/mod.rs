@@ -507,6 +507,10 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                             tape_agent_sha256: String::new(),
                             isolation_backend: "netns".into(),
                             credential_context: "anonymous".into(),
+                            fault_source: None,
+                            fault_code: None,
+                            limits_applied: Some("cgroup-v1.pids.max=512".into()),
+                            limits_missing: None,
                         };
                         let passed = outcome == OutcomeClass::Pass;
                         let unit = StagedUnit {
@@ -521,7 +525,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                                     } else {
                                         "fetch".into()
                                     },
-                                    tool_listed: s != 2 || !spec.hostile,
+                                    tool_listed: Some(s != 2 || !spec.hostile),
                                     request_at: 1_790_000_000_300_000,
                                     response_at: Some(1_790_000_000_800_000),
                                     latency_ms: Some(500.0),
@@ -1057,6 +1061,10 @@ pub fn real_shape(root: &Path) -> RealShape {
             tape_agent_sha256: String::new(),
             isolation_backend: "netns".into(),
             credential_context: "anonymous".into(),
+            fault_source: None,
+            fault_code: None,
+            limits_applied: Some("cgroup-v1.pids.max=512".into()),
+            limits_missing: None,
         };
         let mut unit = StagedUnit {
             unit_id: attempt_id.clone(),
