@@ -556,7 +556,11 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
             Some(ml("completion", format!("{} (baseline)", pct(b)))),
             Some(ml("completion", "none: not ranked".into())),
         ),
-        (None, None) => (None, None),
+        // Neither scored nor refused (e.g. no attempt of the cell counted): say so, with the attempts.
+        (None, None) => (
+            Some(ml("completion", "not scored".into())),
+            Some(ml("completion", "none: no counted attempt".into())),
+        ),
     };
     BoardRow {
         server,
