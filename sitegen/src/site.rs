@@ -172,20 +172,17 @@ pub fn build_with(
     // Catalog files of snapshots sealed with private-set task text in them: published without it.
     let mut redacted_catalog: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for f in &input.bundle.files {
-        if f.path.starts_with("catalog/") && f.path.ends_with(".toml") {
-            if let Some(text) = crate::load::public_catalog_text(&String::from_utf8_lossy(&f.bytes))
-            {
-                let bytes = text.into_bytes();
-                published.insert(
-                    f.path.clone(),
-                    (
-                        bytes.len(),
-                        sha256_hex(&bytes),
-                        Some("private-set tasks withheld until they retire; this copy differs from the bundle's sha256".into()),
-                    ),
-                );
-                redacted_catalog.insert(f.path.clone(), bytes);
-            }
+        if !(f.path.starts_with("catalog/") && f.path.ends_with(".toml")) {
+            continue;
+        }
+        if let Some(text) = crate::load::public_catalog_text(&String::from_utf8_lossy(&f.bytes)) {
+            let bytes = text.into_bytes();
+            let note = "private-set tasks withheld until they retire; this copy differs from the bundle's sha256";
+            published.insert(
+                f.path.clone(),
+                (bytes.len(), sha256_hex(&bytes), Some(note.into())),
+            );
+            redacted_catalog.insert(f.path.clone(), bytes);
         }
     }
     models.push(pages::downloads(&ix, &published));
