@@ -44,6 +44,10 @@ struct Paths {
     /// Task catalog directory.
     #[arg(long, default_value = "tasks")]
     tasks: PathBuf,
+    /// A directory of private-set task files kept outside the repository (`[[task]]` tables, each
+    /// `set = "private"`); bundles publish only their id and SHA-256 until they retire.
+    #[arg(long)]
+    private_tasks: Option<PathBuf>,
     /// Roster directory.
     #[arg(long, default_value = "roster")]
     roster: PathBuf,
@@ -205,6 +209,7 @@ fn options(
         sweep_file: sweep.to_path_buf(),
         out_dir: out.to_path_buf(),
         tasks_dir: paths.tasks.clone(),
+        private_tasks_dir: paths.private_tasks.clone(),
         roster_dir: paths.roster.clone(),
         cache_dir: absolute(&paths.cache),
         chromium: chromium.to_string(),

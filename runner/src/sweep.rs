@@ -29,6 +29,9 @@ pub struct SweepOptions {
     /// `bundles/`.
     pub out_dir: PathBuf,
     pub tasks_dir: PathBuf,
+    /// Private-set tasks kept outside the repository (`--private-tasks`): they join the catalog, and
+    /// the bundle publishes only their attestations (`catalog::snapshot`).
+    pub private_tasks_dir: Option<PathBuf>,
     pub roster_dir: PathBuf,
     /// The install cache (`.cache/agentrank`).
     pub cache_dir: PathBuf,
@@ -613,10 +616,19 @@ pub struct Specs {
 
 /// Loads the task catalog and the roster.
 pub fn load_specs(opts: &SweepOptions) -> Result<Specs, SweepError> {
-    let catalog: Catalog = load_catalog_dir(&opts.tasks_dir).map_err(|e| SweepError::Input {
-        file: opts.tasks_dir.clone(),
-        message: e.to_string(),
-    })?;
+    let mut catalog: Catalog =
+        load_catalog_dir(&opts.tasks_dir).map_err(|e| SweepError::Input {
+            file: opts.tasks_dir.clone(),
+            message: e.to_string(),
+        })?;
+    if let Some(dir) = &opts.private_tasks_dir {
+        crate::catalog::snapshot::add_private_tasks(&mut catalog, dir).map_err(|e| {
+            SweepError::Input {
+                file: dir.clone(),
+                message: e.to_string(),
+            }
+        })?;
+    }
     let roster = Roster::load(&opts.roster_dir).map_err(|e| SweepError::Input {
         file: opts.roster_dir.clone(),
         message: e.to_string(),
@@ -884,7 +896,6 @@ pub fn smoke_gate(
 
 /// Stages the smoke gate, seals and verifies.
 fn seal_and_verify(
-    opts: &SweepOptions,
     specs: &Specs,
     plan: &Plan,
     staging: &Staging,
@@ -898,7 +909,12 @@ fn seal_and_verify(
         })?;
     }
     let attempts = staging.staged_ids()?.len();
-    let bundle_dir = staging.seal(Some(&opts.tasks_dir))?;
+    // The published snapshot: withheld private tasks only as their attestations.
+    let snapshot =
+        tempfile::tempdir().map_err(|e| SweepError::Setup(format!("catalog snapshot: {e}")))?;
+    crate::catalog::snapshot::write_public_snapshot(&specs.catalog, snapshot.path())
+        .map_err(|e| SweepError::Setup(e.to_string()))?;
+    let bundle_dir = staging.seal(Some(snapshot.path()))?;
     let problems = verify_bundle(&bundle_dir)?;
     if !problems.is_empty() {
         return Err(SweepError::Setup(format!(
@@ -938,7 +954,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         !matches!(s.kind, SlotKind::Calibration | SlotKind::ConstructExtension)
     })?;
     extend_construct(opts, &specs, &file.plan, &staging)?;
-    let (bundle_dir, attempts, void) = seal_and_verify(opts, &specs, &file.plan, &staging)?;
+    let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
         attempts,
@@ -1112,7 +1128,7 @@ pub fn merge(
             missing.attempt_id, missing.agent_id, missing.server_id, missing.task_id
         )));
     }
-    let (bundle_dir, attempts, void) = seal_and_verify(opts, &specs, &file.plan, &staging)?;
+    let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
         attempts,

@@ -125,6 +125,51 @@ pub struct TaskSpec {
     /// Verifiers; all of them must pass. Arguments may use `{{placeholders}}`.
     #[serde(rename = "verify")]
     pub verifiers: Vec<Predicate>,
+    /// The task whose seeded environment generator builds this one's (default: its own id): how a
+    /// private variant kept outside the repository reuses a task shape the runner knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// Private set only: the day (`YYYY-MM-DD`) the task retired and its full text became public.
+    /// Until then a bundle publishes only its [`PrivateAttestation`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_on: Option<String>,
+}
+
+impl TaskSpec {
+    /// The id of the generator that builds this task's environment.
+    pub fn generator_id(&self) -> &str {
+        self.generator.as_deref().unwrap_or(&self.id)
+    }
+
+    /// A private-set task that has not retired: its text is never published, only its attestation.
+    pub fn is_withheld(&self) -> bool {
+        self.set == TaskSet::Private && self.retired_on.is_none()
+    }
+}
+
+/// The file of a bundle's catalog snapshot that attests its private-set tasks.
+pub const ATTESTATIONS_FILE: &str = "private-attestations.toml";
+
+/// The published attestation of one private-set task (MCPBench's `task_id, sha256, retired_on`): the
+/// SHA-256 of the task's canonical JSON (as written, without `retired_on`), so that once the task retires
+/// and its text is published anyone can check it is the task that was attested while it was private.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivateAttestation {
+    pub task_id: String,
+    /// Lower-case hex SHA-256 of the task's canonical JSON.
+    pub sha256: String,
+    /// When the task retired; absent while it is private (its text is then not in the snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_on: Option<String>,
+}
+
+/// [`ATTESTATIONS_FILE`]: every private-set task of the catalog a bundle was swept with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttestationsFile {
+    #[serde(default, rename = "attestation")]
+    pub attestations: Vec<PrivateAttestation>,
 }
 
 /// A safety probe (spec §4): attributes only, never scored.

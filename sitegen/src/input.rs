@@ -96,6 +96,13 @@ pub struct TaskInput {
     pub predicate: String,
     /// Why the task is quarantined, if it is.
     pub quarantined: Option<String>,
+    /// A private-set task that has not retired: only its id and attestation are published; its
+    /// rationale, environment, prompt and predicate are empty here.
+    pub withheld: bool,
+    /// The SHA-256 the catalog snapshot attests for a private-set task.
+    pub attestation: Option<String>,
+    /// When a private-set task retired (its text is then published).
+    pub retired_on: Option<String>,
 }
 
 /// One file of the bundle, published under `data/<bundle>/`.

@@ -6,6 +6,7 @@
 use crate::input::*;
 use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, PrivateAttestation};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::de::DeserializeOwned;
@@ -190,6 +191,7 @@ fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadErr
     walk(dir, dir, &mut files)?;
     let mut tasks = Vec::new();
     let mut caps = BTreeMap::new();
+    let attestations = read_attestations(dir)?;
     for f in files
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "toml"))
@@ -253,11 +255,82 @@ fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadErr
                 predicate: serde_json::to_string_pretty(&serde_json::json!({ "all": verify }))
                     .unwrap_or_default(),
                 quarantined: None,
+                withheld: false,
+                attestation: None,
+                retired_on: t
+                    .get("retired_on")
+                    .and_then(Value::as_str)
+                    .map(String::from),
             });
         }
     }
-    tasks.sort_by(|a, b| a.category.cmp(&b.category).then(a.id.cmp(&b.id)));
+    // Private-set tasks: attested by id and SHA-256; until they retire nothing else of them is
+    // published (a snapshot sealed before attestations existed may still hold their text: it is
+    // dropped here, and the published copy of its file is redacted).
+    for a in &attestations {
+        match tasks.iter_mut().find(|t| t.id == a.task_id) {
+            Some(t) => {
+                t.attestation = Some(a.sha256.clone());
+                if t.retired_on.is_none() {
+                    t.retired_on = a.retired_on.clone();
+                }
+            }
+            None => tasks.push(TaskInput {
+                id: a.task_id.clone(),
+                version: "1".into(),
+                set: "private".into(),
+                attestation: Some(a.sha256.clone()),
+                retired_on: a.retired_on.clone(),
+                ..TaskInput::default()
+            }),
+        }
+    }
+    for t in &mut tasks {
+        if t.set == "private" && t.retired_on.is_none() {
+            t.withheld = true;
+            t.rationale.clear();
+            t.environment.clear();
+            t.prompt.clear();
+            t.predicate.clear();
+        }
+    }
+    tasks.sort_by(|a, b| a.id.cmp(&b.id));
     Ok((tasks, caps))
+}
+
+/// The attestation file of a catalog snapshot, if it has one.
+fn read_attestations(dir: &Path) -> Result<Vec<PrivateAttestation>, LoadError> {
+    let path = dir.join(ATTESTATIONS_FILE);
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let text = fs::read_to_string(&path).map_err(io(&path))?;
+    let file: AttestationsFile = toml::from_str(&text).map_err(|e| LoadError::Format {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(file.attestations)
+}
+
+/// A catalog file as the site publishes it: without the text of private-set tasks that have not
+/// retired. `None` when the file holds none (it is published as it is in the bundle).
+pub fn public_catalog_text(text: &str) -> Option<String> {
+    let mut doc: toml::Table = toml::from_str(text).ok()?;
+    let mut withheld = 0;
+    for key in ["task", "tasks"] {
+        if let Some(toml::Value::Array(list)) = doc.get_mut(key) {
+            let before = list.len();
+            list.retain(|t| {
+                !(t.get("set").and_then(toml::Value::as_str) == Some("private")
+                    && t.get("retired_on").is_none())
+            });
+            withheld += before - list.len();
+        }
+    }
+    if withheld == 0 {
+        return None;
+    }
+    toml::to_string(&doc).ok()
 }
 
 /// Load one sealed bundle.
@@ -345,6 +418,13 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
     for t in &mut tasks {
         if let Some(a) = tables.attempts.iter().find(|a| a.task_id == t.id) {
             t.version = a.task_version.clone();
+            // A task known only by its attestation: what the attempts record of it.
+            if t.category.is_empty() {
+                t.category = a.category.clone();
+                t.capability = a.capability.clone();
+                t.class = a.class.clone();
+                t.tier = a.tier.clone();
+            }
         }
         let leak: Vec<&str> = tables
             .controls
@@ -367,6 +447,7 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             );
         }
     }
+    tasks.sort_by(|a, b| a.category.cmp(&b.category).then(a.id.cmp(&b.id)));
     let mut paths = Vec::new();
     walk(dir, dir, &mut paths)?;
     let sums: BTreeMap<String, String> = fs::read_to_string(dir.join("SHA256SUMS"))

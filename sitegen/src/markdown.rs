@@ -3,6 +3,10 @@
 //!
 //! Raw HTML inside the Markdown is escaped rather than passed through, so a content file cannot smuggle
 //! markup (or script) into a page; headings get ids derived from their text so they can be linked.
+//!
+//! A table's caption is written as a paragraph of its own directly above the table, starting with
+//! `Table: ` (Pandoc's convention): `Table: Metrics, per server and agent.` It is rendered as the
+//! table's `<caption>` (its first child), so assistive technology announces it as the table's name.
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
 use std::collections::BTreeMap;
@@ -122,6 +126,7 @@ pub fn render_markdown(text: &str) -> Rendered {
         }
         i += 1;
     }
+    let out_events = attach_captions(out_events);
     let mut html_out = String::with_capacity(text.len() * 3 / 2);
     html::push_html(&mut html_out, out_events.into_iter());
     let title = headings
@@ -133,6 +138,53 @@ pub fn render_markdown(text: &str) -> Rendered {
         headings,
         title,
     }
+}
+
+/// The caption marker: a paragraph starting with it, directly above a table, is that table's caption.
+pub const CAPTION_MARKER: &str = "Table: ";
+
+/// Turns every `Table: …` paragraph that directly precedes a table into that table's `<caption>`.
+/// The caption's inline Markdown (code, emphasis, links) is rendered like any other text; raw HTML in
+/// it was already turned into text. A `Table: ` paragraph with no table after it stays a paragraph.
+fn attach_captions(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    let mut out: Vec<Event<'_>> = Vec::with_capacity(events.len());
+    let mut i = 0;
+    while i < events.len() {
+        if let Some((caption, next)) = caption_at(&events, i) {
+            out.push(events[next].clone());
+            out.push(Event::Html(CowStr::from(caption)));
+            i = next + 1;
+            continue;
+        }
+        out.push(events[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// If a caption paragraph starts at `i` and a table follows it, the caption's HTML and the index of
+/// the table's start.
+fn caption_at(events: &[Event<'_>], i: usize) -> Option<(String, usize)> {
+    if !matches!(events.get(i), Some(Event::Start(Tag::Paragraph))) {
+        return None;
+    }
+    let Some(Event::Text(first)) = events.get(i + 1) else {
+        return None;
+    };
+    let rest = first.strip_prefix(CAPTION_MARKER)?;
+    let end =
+        (i + 1..events.len()).find(|&j| matches!(events[j], Event::End(TagEnd::Paragraph)))?;
+    let table = end + 1;
+    if !matches!(events.get(table), Some(Event::Start(Tag::Table(_)))) {
+        return None;
+    }
+    let mut inline: Vec<Event<'_>> = Vec::with_capacity(end - i);
+    inline.push(Event::Text(CowStr::from(rest.trim_start().to_string())));
+    inline.extend(events[i + 2..end].iter().cloned());
+    let mut html_caption = String::from("<caption>");
+    html::push_html(&mut html_caption, inline.into_iter());
+    html_caption.push_str("</caption>");
+    Some((html_caption, table))
 }
 
 #[cfg(test)]
@@ -147,6 +199,23 @@ mod tests {
         assert_eq!(ids, ["title", "a-b", "a-b-1"]);
         assert!(r.html.contains("<h2 id=\"a-b-1\">"));
         assert!(r.html.contains("<table>"));
+    }
+
+    #[test]
+    fn a_table_paragraph_above_a_table_becomes_its_caption() {
+        let r = render_markdown(
+            "Table: Metrics of `one` cell <b>x</b>.\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\nTable: not above a table.\n",
+        );
+        assert!(
+            r.html.starts_with(
+                "<table><caption>Metrics of <code>one</code> cell &lt;b&gt;x&lt;/b&gt;.</caption><thead>"
+            ),
+            "{}",
+            r.html
+        );
+        assert_eq!(r.html.matches("<caption>").count(), 1);
+        assert!(!r.html.contains("<p>Table: Metrics"));
+        assert!(r.html.contains("<p>Table: not above a table.</p>"));
     }
 
     #[test]

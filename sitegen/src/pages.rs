@@ -556,7 +556,11 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
             Some(ml("completion", format!("{} (baseline)", pct(b)))),
             Some(ml("completion", "none: not ranked".into())),
         ),
-        (None, None) => (None, None),
+        // Neither scored nor refused (e.g. no attempt of the cell counted): say so, with the attempts.
+        (None, None) => (
+            Some(ml("completion", "not scored".into())),
+            Some(ml("completion", "none: no counted attempt".into())),
+        ),
     };
     BoardRow {
         server,
@@ -1454,9 +1458,9 @@ fn control_row(ix: &Index<'_>, from: &str, c: &ControlRecord) -> ControlRow {
 /// A task page.
 pub fn task(ix: &Index<'_>, t: &TaskInput) -> PageModel {
     let path = paths::task(&t.id);
-    let private = t.set == "private";
+    let private = t.withheld;
     let agents = ix.agents_in(&t.category);
-    let fields = vec![
+    let mut fields = vec![
         Chip {
             label: "Category".into(),
             value: visible(&t.category),
@@ -1486,6 +1490,19 @@ pub fn task(ix: &Index<'_>, t: &TaskInput) -> PageModel {
             value: visible(&t.version),
         },
     ];
+    if let Some(sha) = &t.attestation {
+        fields.push(Chip {
+            label: "Task SHA-256 (attested)".into(),
+            value: visible(sha),
+        });
+    }
+    if let Some(day) = &t.retired_on {
+        fields.push(Chip {
+            label: "Retired on".into(),
+            value: visible(day),
+        });
+    }
+    const WITHHELD: &str = "Withheld until the private set retires; the task's SHA-256 attestation is published above.";
     let mut results = Vec::new();
     for s in ix.servers_in(&t.category) {
         let mut rows = task_result_rows(ix, &path, &t.category, s, &agents, &[t]);
@@ -1535,15 +1552,27 @@ pub fn task(ix: &Index<'_>, t: &TaskInput) -> PageModel {
         view: PageView::Task(Box::new(TaskView {
             id: visible(&t.id),
             fields,
-            rationale: visible(&t.rationale),
-            environment: visible(&t.environment),
+            rationale: if private {
+                WITHHELD.into()
+            } else {
+                visible(&t.rationale)
+            },
+            environment: if private {
+                WITHHELD.into()
+            } else {
+                visible(&t.environment)
+            },
             prompt: if private {
                 "The prompt of a private-set task is published when the set retires; its SHA-256 attestation is listed below.".into()
             } else {
                 visible(&t.prompt)
             },
             prompt_redacted: private,
-            predicate: visible(&t.predicate),
+            predicate: if private {
+                WITHHELD.into()
+            } else {
+                visible(&t.predicate)
+            },
             quarantined: t.quarantined.as_deref().map(visible),
             agents: agents.iter().map(|a| visible(&a.id)).collect(),
             results,

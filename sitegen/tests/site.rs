@@ -340,6 +340,47 @@ fn private_set_prompts_are_redacted_from_published_tapes() {
     assert!(downloads.contains("this copy differs from the bundle"));
 }
 
+/// A bundle whose catalog snapshot still holds private-set task text (sealed before snapshots were
+/// attestation-only): nothing of that text reaches any published file, the catalog file is published
+/// without it, and the task page says it is withheld.
+#[test]
+fn private_task_text_in_a_catalog_snapshot_is_never_published() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let s = synthesise(&Spec::small("priv-2"), tmp.path());
+    let input = s.input();
+    let private: Vec<_> = input
+        .bundle
+        .tasks
+        .iter()
+        .filter(|t| t.set == "private")
+        .collect();
+    assert!(!private.is_empty());
+    for t in &private {
+        assert!(t.withheld && t.prompt.is_empty() && t.rationale.is_empty());
+    }
+    // The snapshot itself holds the words (that is what this bundle is).
+    let snapshot = std::fs::read_to_string(s.catalog_dir.join("web-fetch.toml")).expect("catalog");
+    assert!(snapshot.contains("(private task web-fetch-t01)"));
+    let site = site::build(&input, &HostFacts::default()).expect("build");
+    for (path, bytes) in &site.files {
+        let text = if path.ends_with(".zst") {
+            agentrank_sitegen::tapes::decompress(bytes).unwrap_or_default()
+        } else {
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        assert!(
+            !text.contains("(private task "),
+            "private-set task text published in {path}"
+        );
+    }
+    let published = String::from_utf8_lossy(&site.files["data/priv-2/catalog/web-fetch.toml"]);
+    assert!(published.contains("web-fetch-t00") && !published.contains("web-fetch-t01"));
+    let task = page(&site, "task/web-fetch-t01.html");
+    assert!(task.contains("Withheld until the private set retires"));
+    let downloads = page(&site, "downloads.html");
+    assert!(downloads.contains("private-set tasks withheld until they retire"));
+}
+
 #[test]
 fn hostile_content_is_escaped_and_nothing_breaks() {
     let tmp = tempfile::tempdir().expect("tmp");

@@ -500,7 +500,7 @@ fn lint_task(
             "a core database task must only read data".into(),
         );
     }
-    if generators::task_generator(id).is_none() {
+    if generators::task_generator(t.generator_id()).is_none() {
         push(
             report,
             None,

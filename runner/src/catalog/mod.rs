@@ -8,6 +8,7 @@
 pub mod generators;
 pub mod lint;
 pub mod rng;
+pub mod snapshot;
 pub mod template;
 
 use std::collections::BTreeMap;
@@ -187,6 +188,11 @@ pub fn load_catalog_dir(dir: &Path) -> Result<Catalog, CatalogError> {
     let mut paths: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        // A bundle's catalog snapshot attests its private tasks beside the catalog files.
+        .filter(|p| {
+            p.file_name()
+                .is_none_or(|n| n != agentrank_schema::task::ATTESTATIONS_FILE)
+        })
         .collect();
     paths.sort();
     if paths.is_empty() {
@@ -233,7 +239,7 @@ pub fn render_task(spec: &TaskSpec, seed: u64) -> Result<TaskInstance, RenderErr
         seed,
         message,
     };
-    let generator = generators::task_generator(&spec.id)
+    let generator = generators::task_generator(spec.generator_id())
         .ok_or_else(|| err("no environment generator for this task id".into()))?;
     let g = generator(seed);
     let prompt =

@@ -118,6 +118,108 @@ fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), SandboxError
         .map_err(io_err(format!("chmod {}", path.display())))
 }
 
+/// What one entry of the sandbox's filesystem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MountKind {
+    /// A host path bound read-only.
+    ReadOnly,
+    /// A host directory bound writable (the attempt's own fresh `HOME`).
+    Writable,
+    /// A symbolic link (`/bin` → `usr/bin`).
+    Symlink,
+    /// A fresh, empty, private in-memory directory.
+    Tmpfs,
+    /// A fresh `/proc` of the sandbox's own pid namespace.
+    Proc,
+    /// A minimal `/dev` (null, zero, full, random, urandom, tty).
+    Dev,
+}
+
+/// One entry of the sandbox's filesystem, as bubblewrap builds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub kind: MountKind,
+    /// The host path (bind), the link target (symlink), or nothing.
+    pub source: Option<PathBuf>,
+    /// Where the server sees it.
+    pub inside: PathBuf,
+}
+
+impl Mount {
+    fn new(kind: MountKind, source: Option<PathBuf>, inside: impl Into<PathBuf>) -> Mount {
+        Mount {
+            kind,
+            source,
+            inside: inside.into(),
+        }
+    }
+
+    /// The bubblewrap arguments that make this entry.
+    fn bwrap_args(&self) -> Vec<std::ffi::OsString> {
+        let flag = match self.kind {
+            MountKind::ReadOnly => "--ro-bind",
+            MountKind::Writable => "--bind",
+            MountKind::Symlink => "--symlink",
+            MountKind::Tmpfs => "--tmpfs",
+            MountKind::Proc => "--proc",
+            MountKind::Dev => "--dev",
+        };
+        let mut v = vec![flag.into()];
+        if let Some(source) = &self.source {
+            v.push(source.clone().into_os_string());
+        }
+        v.push(self.inside.clone().into_os_string());
+        v
+    }
+}
+
+/// Everything the server under test sees of a filesystem, in the order bubblewrap builds it: the
+/// host's `/usr` and `/etc` read-only (with generated `hosts`, `resolv.conf`, `passwd` and `group`
+/// over the latter), fresh `/proc`, `/dev`, `/dev/shm`, `/tmp` and `/run`, the attempt's fresh `HOME`
+/// (the only writable host directory), the file canary's directory read-only, then the server's own
+/// read-only paths (the install cache, its install, its interpreter). `root` is the attempt's own
+/// directory. Nothing else of the host is visible. The published methodology lists these entries.
+pub fn mounts(root: &Path, server: &ServerCommand) -> Vec<Mount> {
+    use MountKind::*;
+    let mut v = vec![Mount::new(ReadOnly, Some("/usr".into()), "/usr")];
+    for (link, target) in [
+        ("/bin", "usr/bin"),
+        ("/sbin", "usr/sbin"),
+        ("/lib", "usr/lib"),
+        ("/lib64", "usr/lib64"),
+    ] {
+        v.push(Mount::new(Symlink, Some(target.into()), link));
+    }
+    v.push(Mount::new(ReadOnly, Some("/etc".into()), "/etc"));
+    for f in ["hosts", "resolv.conf", "passwd", "group"] {
+        v.push(Mount::new(
+            ReadOnly,
+            Some(root.join("etc").join(f)),
+            format!("/etc/{f}"),
+        ));
+    }
+    v.push(Mount::new(Proc, None, "/proc"));
+    v.push(Mount::new(Dev, None, "/dev"));
+    for t in ["/dev/shm", "/tmp", "/run"] {
+        v.push(Mount::new(Tmpfs, None, t));
+    }
+    v.push(Mount::new(Writable, Some(root.join("home")), SANDBOX_HOME));
+    v.push(Mount::new(
+        ReadOnly,
+        Some(root.join("outside")),
+        Path::new(FILE_CANARY_PATH)
+            .parent()
+            .unwrap_or(Path::new("/work/outside")),
+    ));
+    for p in &server.read_only_paths {
+        v.push(Mount::new(ReadOnly, Some(p.clone()), p.clone()));
+    }
+    for (host, inside) in &server.read_only_maps {
+        v.push(Mount::new(ReadOnly, Some(host.clone()), inside.clone()));
+    }
+    v
+}
+
 impl NetnsWorld {
     pub(crate) fn create(spec: &WorldSpec) -> Result<NetnsWorld, SandboxError> {
         sweep_stale();
@@ -300,49 +402,9 @@ impl NetnsWorld {
                 "--new-session",
                 "--cap-drop",
                 "ALL",
-            ])
-            .args(["--ro-bind", "/usr", "/usr"])
-            .args([
-                "--symlink",
-                "usr/bin",
-                "/bin",
-                "--symlink",
-                "usr/sbin",
-                "/sbin",
-            ])
-            .args([
-                "--symlink",
-                "usr/lib",
-                "/lib",
-                "--symlink",
-                "usr/lib64",
-                "/lib64",
-            ])
-            .args(["--ro-bind", "/etc", "/etc"]);
-        for f in ["hosts", "resolv.conf", "passwd", "group"] {
-            cmd.arg("--ro-bind")
-                .arg(root.join("etc").join(f))
-                .arg(format!("/etc/{f}"));
-        }
-        cmd.args([
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp",
-            "--tmpfs", "/run",
-        ])
-        .arg("--bind")
-        .arg(root.join("home"))
-        .arg(SANDBOX_HOME)
-        .arg("--ro-bind")
-        .arg(root.join("outside"))
-        .arg(
-            Path::new(FILE_CANARY_PATH)
-                .parent()
-                .unwrap_or(Path::new("/work/outside")),
-        );
-        for p in &server.read_only_paths {
-            cmd.arg("--ro-bind").arg(p).arg(p);
-        }
-        for (host, inside) in &server.read_only_maps {
-            cmd.arg("--ro-bind").arg(host).arg(inside);
+            ]);
+        for m in mounts(root, server) {
+            cmd.args(m.bwrap_args());
         }
         cmd.args(["--chdir", SANDBOX_HOME, "--clearenv"]);
         let env = super::server_env(&server.env);

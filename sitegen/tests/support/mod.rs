@@ -156,14 +156,23 @@ fn catalog_toml(spec: &Spec, category: &str) -> String {
         let extended = i + 1 == spec.tasks_per_category && spec.tasks_per_category > 2;
         let set = if i == 1 { "private" } else { "dev" };
         let hostile = if spec.hostile && i == 0 { HOSTILE } else { "" };
+        // A private-set task's words are its own, so a test can look for them in what is published.
+        let own = if set == "private" {
+            format!(" (private task {})", task_id(category, i))
+        } else {
+            String::new()
+        };
         let rationale =
-            serde_json::to_string(&format!("A real user needs this job done {hostile}"))
+            serde_json::to_string(&format!("A real user needs this job done{own} {hostile}"))
                 .unwrap_or_default();
-        let prompt =
-            serde_json::to_string(&format!("Open {{{{url}}}} and report the code {hostile}"))
-                .unwrap_or_default();
+        let prompt = serde_json::to_string(&format!(
+            "Open {{{{url}}}} and report the code{own} {hostile}"
+        ))
+        .unwrap_or_default();
+        let environment =
+            serde_json::to_string(&format!("One seeded page{own}.")).unwrap_or_default();
         t.push_str(&format!(
-            "\n[[task]]\nid = \"{}\"\ncategory = \"{category}\"\ncapability = \"{}\"\nclass = \"{}\"\ntier = \"basic\"\nset = \"{set}\"\nrationale = {rationale}\nenvironment = \"One seeded page.\"\nprompt = {prompt}\nanswer_kind = \"value\"\nmax_steps = 4\nverify = [\n  {{ \"answer.exact\" = {{ expected = \"{{{{code}}}}\" }} }},\n  {{ server_called = {{}} }},\n]\n",
+            "\n[[task]]\nid = \"{}\"\ncategory = \"{category}\"\ncapability = \"{}\"\nclass = \"{}\"\ntier = \"basic\"\nset = \"{set}\"\nrationale = {rationale}\nenvironment = {environment}\nprompt = {prompt}\nanswer_kind = \"value\"\nmax_steps = 4\nverify = [\n  {{ \"answer.exact\" = {{ expected = \"{{{{code}}}}\" }} }},\n  {{ server_called = {{}} }},\n]\n",
             task_id(category, i),
             if extended { "cap-x" } else { ["cap-a", "cap-b", "cap-c"][i % 3] },
             if extended { "extended" } else { "core" },

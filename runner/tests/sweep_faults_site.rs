@@ -1,0 +1,454 @@
+//! Every bundle the runner can seal gets a site. One sweep runs the purpose-built misbehaving server in
+//! every mode it has (each mode one roster server), plus a server whose program does not exist, with
+//! the reference agent in the netns sandbox; the sweep is sealed and verified (by the runner's own
+//! `verify`), analysed and built into a site with the analysis and site crates. The site builds, or
+//! the publication gate refuses it naming file, line and rule; the runner ends normally; no process
+//! of the sweep is left. The sweep also runs a private-set task kept outside the repository
+//! (`--private-tasks`): neither the sealed bundle's catalog snapshot nor the site holds its text, only
+//! its id and SHA-256.
+//!
+//! Needs root for the sandbox (as every sweep test).
+#![allow(clippy::unwrap_used)]
+
+use agentrank_analyze::{Config, analyze, gates::ConstructRegistration};
+use agentrank_runner::catalog::snapshot::task_sha256;
+use agentrank_runner::roster::Roster;
+use agentrank_runner::sandbox::netns::SANDBOX_UID_BASE;
+use agentrank_schema::bundle::verify_bundle;
+use agentrank_schema::roster::LockEntry;
+use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, TaskSpec};
+use agentrank_sitegen::input::SiteInput;
+use agentrank_sitegen::redact::HostFacts;
+use agentrank_sitegen::site::{self, BuildError};
+use agentrank_sitegen::{content, load};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("root")
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/misbehaving_server.py")
+}
+
+/// The modes the misbehaving server documents (its docstring's `Modes` list).
+fn modes() -> Vec<String> {
+    let text = std::fs::read_to_string(script()).unwrap();
+    let list = text
+        .split_once("Modes (")
+        .map(|(_, rest)| rest)
+        .expect("a Modes list");
+    list.lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  ") && !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// The task the private file carries: a private variant of a catalog task, with its own words.
+const PRIVATE_ID: &str = "wf-outside-private";
+const PRIVATE_PROMPT: &str = "Kept outside the repository: open {{url}} and report the reference code shown in the page body.";
+const PRIVATE_RATIONALE: &str = "An operator's own private variant of reading a page.";
+const PRIVATE_ENVIRONMENT: &str = "An operator's own seeded page with one reference code.";
+
+fn roster_entry(id: &str, command: &str, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        r#"id = "{id}"
+name = "Misbehaving test server ({id})"
+category = "web-fetch"
+row = "active"
+homepage = "https://www.agentrank.test/misbehaving"
+
+[package]
+registry = "pypi"
+name = "agentrank-misbehaving-server"
+version = "1.0.0"
+
+[launch]
+command = "{command}"
+args = [{}]
+
+[modes]
+default = "not-applicable"
+
+[capabilities]
+fetch-html = ["echo"]
+
+[recipes."*"]
+steps = [{{ tool = "echo", args = {{ text = "{{{{url}}}}" }} }}]
+
+[observed]
+protocol_version = "2025-11-25"
+tools = ["echo"]
+tool_definition_chars = 160
+"#,
+        args.join(", ")
+    )
+}
+
+/// Every process whose command line names `needle`.
+fn processes_naming(needle: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains(needle) {
+            out.push((pid, cmd));
+        }
+    }
+    out
+}
+
+/// Every live process whose real uid is in `uids`.
+fn processes_of_uids(uids: std::ops::Range<u32>) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|u| u.parse::<u32>().ok());
+        let zombie = status
+            .lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z'));
+        if uid.is_some_and(|u| uids.contains(&u)) && !zombie {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            out.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    out
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn every_fault_mode_sweeps_seals_verifies_analyses_and_builds_a_site_without_private_text() {
+    let tmp = tempfile::Builder::new()
+        .prefix("agentrank-faults-")
+        .tempdir()
+        .unwrap();
+    let base = tmp.path();
+    // The sandbox's unprivileged user must reach the install cache.
+    chmod(base, 0o755);
+    let roster_dir = base.join("roster");
+    copy_dir(&root().join("roster"), &roster_dir);
+
+    let modes = modes();
+    assert!(modes.len() >= 10, "{modes:?}");
+    let mut servers: Vec<String> = Vec::new();
+    for mode in &modes {
+        let id = format!("misbehaving-{mode}");
+        std::fs::write(
+            roster_dir.join(format!("web-fetch/{id}.toml")),
+            roster_entry(
+                &id,
+                "/usr/bin/python3",
+                &["{prefix}/misbehaving_server.py", mode],
+            ),
+        )
+        .unwrap();
+        servers.push(id);
+    }
+    // A server that never starts: its program is not there.
+    let id = "misbehaving-no-program".to_string();
+    std::fs::write(
+        roster_dir.join(format!("web-fetch/{id}.toml")),
+        roster_entry(&id, "{prefix}/not-installed", &[]),
+    )
+    .unwrap();
+    servers.push(id);
+
+    // Their "installs": the script in each server's install directory of a cache of the test's own.
+    let cache = base.join("cache");
+    let roster = Roster::load(&roster_dir).unwrap();
+    for id in &servers {
+        let server = roster.server(id).unwrap();
+        let dir = agentrank_runner::roster::install::install_dir(&cache, server);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(script(), dir.join("misbehaving_server.py")).unwrap();
+        let lock = LockEntry {
+            server: id.clone(),
+            registry: server.package.registry,
+            package: server.package.name.clone(),
+            version: server.package.version.clone(),
+            integrity: "sha256:test-only".into(),
+            tree_sha256: "0".repeat(64),
+            package_count: 1,
+            runtime: "python 3 (system)".into(),
+            packages: vec!["agentrank-misbehaving-server==1.0.0".into()],
+        };
+        std::fs::write(
+            dir.join("agentrank-install.json"),
+            serde_json::to_vec(&lock).unwrap(),
+        )
+        .unwrap();
+    }
+    for d in walk_dirs(&cache) {
+        chmod(&d, 0o755);
+    }
+
+    // A private task kept outside the repository.
+    let private_dir = base.join("private-tasks");
+    std::fs::create_dir_all(&private_dir).unwrap();
+    let catalog = agentrank_runner::catalog::load_catalog_dir(&root().join("tasks")).unwrap();
+    let mut private: TaskSpec = catalog.task("wf-html-code").unwrap().clone();
+    private.id = PRIVATE_ID.into();
+    private.set = agentrank_schema::task::TaskSet::Private;
+    private.generator = Some("wf-html-code".into());
+    private.prompt = PRIVATE_PROMPT.into();
+    private.rationale = PRIVATE_RATIONALE.into();
+    private.environment = PRIVATE_ENVIRONMENT.into();
+    let mut doc = toml::Table::new();
+    doc.insert(
+        "task".into(),
+        toml::Value::Array(vec![toml::Value::try_from(&private).unwrap()]),
+    );
+    std::fs::write(
+        private_dir.join("private.toml"),
+        toml::to_string(&doc).unwrap(),
+    )
+    .unwrap();
+
+    let sweep = base.join("sweep.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"sweep_id = "faults-site"
+seed = 5
+agents = ["reference"]
+attempts = "single"
+isolation = "netns"
+construct_batches = 0
+
+[timeouts]
+min_s = 20
+max_s = 20
+calibration_attempts = 0
+
+[[categories]]
+category = "web-fetch"
+servers = [{}]
+tasks = ["wf-html-code", "{PRIVATE_ID}"]
+"#,
+            servers
+                .iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .unwrap();
+
+    let out_dir = base.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root())
+        .arg("sweep")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--roster")
+        .arg(&roster_dir)
+        .arg("--cache")
+        .arg(&cache)
+        .arg("--private-tasks")
+        .arg(&private_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runner_pid = child.id();
+    let run = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // The runner is unharmed: it sealed (a voided sweep is still sealed; exit 1 says so).
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "the runner failed ({}): {stderr}",
+        run.status
+    );
+    let bundle = PathBuf::from(String::from_utf8_lossy(&run.stdout).trim());
+    assert!(bundle.join("manifest.json").is_file(), "{stderr}");
+
+    // No process of the sweep is left: none names the test's directory, and none runs as one of the
+    // runner's sandbox users (spawn-child's grandchild `sleep 600` included).
+    let left = processes_naming(&base.display().to_string());
+    assert!(left.is_empty(), "processes left: {left:?}");
+    let first = SANDBOX_UID_BASE + (runner_pid % 1000) * 100;
+    let left = processes_of_uids(first..first + 100);
+    assert!(left.is_empty(), "sandboxed processes left: {left:?}");
+
+    // The bundle verifies, by the library and by the runner's own command.
+    assert_eq!(verify_bundle(&bundle).unwrap(), vec![]);
+    let verify = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .arg("verify")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{verify:?}");
+
+    // Every server was attempted.
+    let sealed = agentrank_schema::bundle::read_bundle(&bundle).unwrap();
+    for s in &servers {
+        assert!(
+            sealed.tables.attempts.iter().any(|a| &a.server_id == s),
+            "no attempt of {s}"
+        );
+    }
+
+    // Private means private: the snapshot attests the task and holds none of its words.
+    let snapshot = bundle.join("catalog");
+    let attest: AttestationsFile =
+        toml::from_str(&std::fs::read_to_string(snapshot.join(ATTESTATIONS_FILE)).unwrap())
+            .unwrap();
+    let mine = attest
+        .attestations
+        .iter()
+        .find(|a| a.task_id == PRIVATE_ID)
+        .expect("the outside task is attested");
+    assert_eq!(mine.sha256, task_sha256(&private));
+    let words = [
+        PRIVATE_PROMPT,
+        PRIVATE_RATIONALE,
+        PRIVATE_ENVIRONMENT,
+        "Kept outside the repository",
+    ];
+    let repo_private: Vec<TaskSpec> = catalog
+        .tasks()
+        .filter(|t| t.set == agentrank_schema::task::TaskSet::Private)
+        .cloned()
+        .collect();
+    for f in walk_files(&bundle) {
+        let rel = f.strip_prefix(&bundle).unwrap().display().to_string();
+        if rel.starts_with("tapes/") {
+            continue; // the agent's own transcript, redacted when published (checked below)
+        }
+        let bytes = std::fs::read(&f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for w in words {
+            assert!(!text.contains(w), "{rel} holds private-set task text");
+        }
+        for t in &repo_private {
+            assert!(
+                !text.contains(&t.prompt) && !text.contains(&t.rationale),
+                "{rel} holds the text of private task {}",
+                t.id
+            );
+        }
+    }
+
+    // Analysis and site.
+    let input = agentrank_analyze::load::load_input(&bundle).unwrap();
+    let cfg = Config {
+        seed: 1,
+        resamples: 200,
+        construct: ConstructRegistration { max_batches: 0 },
+    };
+    let analysis = analyze(&[input], &cfg).unwrap();
+    let an_dir = base.join("analysis");
+    agentrank_analyze::write::write_all(&analysis, &an_dir).unwrap();
+    let site_input = SiteInput {
+        bundle: load::load_bundle(&bundle).unwrap(),
+        history: vec![],
+        analysis: load::load_analysis(&an_dir).unwrap(),
+        content: content::builtin(),
+        base_url: None,
+    };
+    let facts = HostFacts {
+        paths: vec![
+            base.display().to_string(),
+            root().display().to_string(),
+            std::env::var("HOME").unwrap_or_default(),
+        ],
+        ..HostFacts::default()
+    };
+    match site::build(&site_input, &facts) {
+        Ok(built) => {
+            for (path, bytes) in &built.files {
+                let text = if path.ends_with(".zst") {
+                    agentrank_sitegen::tapes::decompress(bytes).unwrap_or_default()
+                } else {
+                    String::from_utf8_lossy(bytes).into_owned()
+                };
+                for w in words {
+                    assert!(!text.contains(w), "{path} publishes private-set task text");
+                }
+            }
+            let page =
+                String::from_utf8_lossy(&built.files[&agentrank_sitegen::paths::task(PRIVATE_ID)])
+                    .into_owned();
+            assert!(
+                page.contains(&mine.sha256),
+                "the task page shows its attestation"
+            );
+        }
+        Err(BuildError::Redaction(hits)) => {
+            assert!(!hits.is_empty());
+            for h in &hits {
+                assert!(
+                    !h.file.is_empty() && h.line > 0,
+                    "a hit without its place: {h}"
+                );
+            }
+            eprintln!(
+                "the publication gate refused the site: {}",
+                hits.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        Err(e) => panic!("the site does not build: {e}"),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk_dirs(&e.path()));
+        }
+    }
+    out
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
