@@ -4,7 +4,8 @@
 //! `analysis.json` document.
 
 use crate::bootstrap::{
-    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_with_sensitivity,
+    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_completion,
+    cluster_bootstrap_with_sensitivity,
 };
 use crate::gates::{self, ConstructRegistration, GateResult, Trial};
 use crate::history;
@@ -89,6 +90,7 @@ fn method_record(cfg: &Config) -> Method {
         anomalies: "a server's Completion more than 2 standard deviations from its own history (at least two earlier bundles); a task whose pass rate moves by more than 0.4 on at least half (and at least 3) of the servers it shares with the previous bundle".into(),
         notes: vec![
             "Completion per (category, agent, server) = mean over admitted core tasks of PASS / (PASS + FAIL); a core task whose capability the server does not advertise and that has no countable attempt counts as a failure".into(),
+            "reference rows (roster row = reference-row, Methodology §9) are scored from the same resamples (Completion and its interval) but take no rank, rank interval, band or first-try position, and stay out of the agreement".into(),
             "separation figures use the two-proportion normal approximation on countable attempts, which treats attempts as independent; they size future runs and are not the headline statistics".into(),
         ],
     }
@@ -739,7 +741,16 @@ fn analyze_category(
     }
 
     // Cell status: the first refused gate in order.
+    // Reference rows (§9) are scored like the board but sit outside its ranks, bands and agreement: they
+    // are resampled in a design of their own, whose draws are the very ones they would get on the board
+    // (every draw is keyed by the category, the resample and the cell's attempt ids).
+    let is_reference_row = |server: &str| {
+        input
+            .reference_rows
+            .contains(&(category.to_string(), server.to_string()))
+    };
     let mut board: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut ref_board: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut cell_refusal: BTreeMap<CellKey, GateResult> = BTreeMap::new();
     for key in data.cells.keys() {
         // Order: sweep-level and category-level gates, then the smoke gate (a void sweep voids every
@@ -764,6 +775,10 @@ fn analyze_category(
             Some(g) => {
                 cell_refusal.insert(key.clone(), g.clone());
             }
+            None if is_reference_row(&key.1) => ref_board
+                .entry(key.0.clone())
+                .or_default()
+                .push(key.1.clone()),
             None => board.entry(key.0.clone()).or_default().push(key.1.clone()),
         }
     }
@@ -810,6 +825,35 @@ fn analyze_category(
         let b = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
         (b.clone(), b)
     };
+    let ref_design = build_design(
+        category,
+        &data,
+        &core,
+        &ref_board,
+        &unsupported,
+        View::Headline,
+        None,
+    );
+    let (ref_boot, ref_sens_boot) = if ref_board.is_empty() {
+        (None, None)
+    } else {
+        let b = cluster_bootstrap_completion(&ref_design, cfg.seed, cfg.resamples);
+        let s = if any_builtin {
+            let d = build_design(
+                category,
+                &data,
+                &core,
+                &ref_board,
+                &unsupported,
+                View::Sensitivity,
+                Some(&ref_design),
+            );
+            cluster_bootstrap_completion(&d, cfg.seed, cfg.resamples)
+        } else {
+            b.clone()
+        };
+        (Some(b), Some(s))
+    };
 
     // Reachability per server (reference agent).
     let mut reachability: BTreeMap<String, f64> = BTreeMap::new();
@@ -851,6 +895,11 @@ fn analyze_category(
     let position = |agent: &str, server: &str| -> Option<(usize, usize)> {
         let a = design.agents.iter().position(|x| x == agent)?;
         let s = design.servers[a].iter().position(|x| x == server)?;
+        Some((a, s))
+    };
+    let ref_position = |agent: &str, server: &str| -> Option<(usize, usize)> {
+        let a = ref_design.agents.iter().position(|x| x == agent)?;
+        let s = ref_design.servers[a].iter().position(|x| x == server)?;
         Some((a, s))
     };
     // Bands per agent.
@@ -937,10 +986,22 @@ fn analyze_category(
             }
         };
         let refusal = cell_refusal.get(&key);
-        for (view, b) in [(View::Headline, &boot), (View::Sensitivity, &sens_boot)] {
+        for (view, b, rb) in [
+            (View::Headline, &boot, ref_boot.as_ref()),
+            (View::Sensitivity, &sens_boot, ref_sens_boot.as_ref()),
+        ] {
             let pos = position(agent, server);
-            let (point, ci, rank, rint, band) = match (refusal, pos) {
-                (None, Some((a, s))) => (
+            let ref_pos = ref_position(agent, server);
+            let (point, ci, rank, rint, band) = match (refusal, pos, ref_pos.zip(rb)) {
+                // A reference row: Completion and its interval, no rank, rank interval or band.
+                (None, None, Some(((a, s), rb))) => (
+                    Some(rb.completion_point[a][s]),
+                    Some(rb.completion_ci[a][s]),
+                    None,
+                    None,
+                    None,
+                ),
+                (None, Some((a, s)), _) => (
                     Some(b.completion_point[a][s]),
                     Some(b.completion_ci[a][s]),
                     Some(b.rank_point[a][s]),
@@ -1110,6 +1171,7 @@ fn analyze_category(
             .filter(|(_, r)| {
                 r.point.is_some()
                     && !cell_refusal.contains_key(&(r.agent.clone(), r.server.clone()))
+                    && !is_reference_row(&r.server)
             })
             .map(|(i, _)| i)
             .collect();

@@ -63,7 +63,9 @@ fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError
     Ok(())
 }
 
-fn server_input(id: &str, v: &Value) -> ServerInput {
+/// A server as the site shows it, from its configuration as the manifest records it (the roster's
+/// [`agentrank_schema::roster::ServerConfig`] as JSON).
+pub fn server_input(id: &str, v: &Value) -> ServerInput {
     let pkg = v.get("package").cloned().unwrap_or(Value::Null);
     let launch = v.get("launch").cloned().unwrap_or(Value::Null);
     let modes = v.get("modes").cloned().unwrap_or(Value::Null);
@@ -115,7 +117,11 @@ fn server_input(id: &str, v: &Value) -> ServerInput {
                 format!("{args} ({d})")
             }
         }),
-        reference_row: s(v, "row") == "reference",
+        reference_row: v
+            .get("row")
+            .cloned()
+            .and_then(|r| serde_json::from_value::<agentrank_schema::roster::RosterRow>(r).ok())
+            == Some(agentrank_schema::roster::RosterRow::ReferenceRow),
         config_fixes: v
             .get("fixes")
             .and_then(Value::as_array)
