@@ -209,11 +209,15 @@ fn ids_of(attempts: &[&Attempt]) -> Vec<String> {
 
 /// The built-in agents' pass rates per server (`baselines.<agent>.<server>`): the reference agent's
 /// reachability and the null models' rates, over the admitted core tasks. No interval, rank or band.
+/// The built-in agents' rows: pass rates over core tasks, the server's capability coverage (`coverage`
+/// maps a server to it) and the latency of the server's tool calls in the agent's attempts.
 fn baselines_of(
     attempts: &[&Attempt],
     core: &BTreeSet<String>,
+    coverage: &dyn Fn(&str) -> Option<f64>,
+    calls_by_attempt: &CallsByAttempt<'_>,
 ) -> BTreeMap<String, BTreeMap<String, agentrank_schema::analysis::BaselineEntry>> {
-    type Counts<'a> = BTreeMap<(&'a str, &'a str), (Role, BTreeMap<&'a str, (i64, i64)>)>;
+    type Counts<'a> = BTreeMap<(&'a str, &'a str), (Role, BTreeMap<&'a str, (i64, i64)>, Vec<f64>)>;
     let mut by: Counts<'_> = BTreeMap::new();
     for a in attempts {
         if !matches!(a.role, Role::Reference | Role::Null(_))
@@ -224,7 +228,10 @@ fn baselines_of(
         }
         let e = by
             .entry((a.agent.as_str(), a.server.as_str()))
-            .or_insert_with(|| (a.role, BTreeMap::new()));
+            .or_insert_with(|| (a.role, BTreeMap::new(), Vec::new()));
+        if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
+            e.2.extend(calls.iter().filter_map(|c| c.latency_ms));
+        }
         let t = e.1.entry(a.task.as_str()).or_default();
         if let Some(p) = a.outcome.headline_pass() {
             t.1 += 1;
@@ -232,7 +239,8 @@ fn baselines_of(
         }
     }
     let mut out: BTreeMap<String, BTreeMap<String, _>> = BTreeMap::new();
-    for ((agent, server), (role, tasks)) in by {
+    for ((agent, server), (role, tasks, latencies)) in by {
+        let latency = median_p95(&latencies);
         let counted: Vec<(i64, i64)> = tasks.values().copied().filter(|c| c.1 > 0).collect();
         let point = (!counted.is_empty()).then(|| {
             counted
@@ -252,6 +260,10 @@ fn baselines_of(
                 tasks: counted.len() as i64,
                 attempts: counted.iter().map(|c| c.1).sum(),
                 passes: counted.iter().map(|c| c.0).sum(),
+                coverage: coverage(server),
+                latency_calls: latencies.len() as i64,
+                latency_median_ms: latency.map(|l| l.0),
+                latency_p95_ms: latency.map(|l| l.1),
             },
         );
     }
@@ -886,7 +898,16 @@ fn analyze_category(
     let mut analysis = CategoryAnalysis {
         core_tasks: core.clone(),
         quarantined_tasks: quarantined.iter().cloned().collect(),
-        baselines: baselines_of(attempts, &core_set),
+        baselines: baselines_of(
+            attempts,
+            &core_set,
+            &|server: &str| {
+                advertised_of
+                    .get(server)
+                    .and_then(|adv| metrics::coverage(&core_caps, adv))
+            },
+            calls_by_attempt,
+        ),
         ..CategoryAnalysis::default()
     };
     let mut completion_rows = Vec::new();

@@ -604,6 +604,9 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
                     server: server.clone(),
                     baseline: b.point,
                     reachability: if b.role == "reference" { b.point } else { None },
+                    coverage: b.coverage,
+                    latency_p50_ms: b.latency_median_ms,
+                    latency_p95_ms: b.latency_p95_ms,
                     ..CellAnalysis::default()
                 });
             }
