@@ -632,6 +632,28 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             p.cells_spearman = i;
         }
     }
+    // Test-retest (§8.7, `analysis.json` `test_retest`): the server-Completion correlation between two
+    // runs and the share of cells that moved, one pair of rows per (category, agent, runs).
+    let mut retest: BTreeMap<(String, String, String), Retest> = BTreeMap::new();
+    for r in &doc.test_retest {
+        let e = retest
+            .entry((r.category.clone(), r.agent_a.clone(), r.agent_b.clone()))
+            .or_insert_with(|| Retest {
+                category: r.category.clone(),
+                run_a: r.agent_a.clone(),
+                run_b: r.agent_b.clone(),
+                ..Retest::default()
+            });
+        if r.measure == "test_retest_server_completion" {
+            e.servers_spearman = r.point;
+            e.servers_ci = r.ci_lo.zip(r.ci_hi);
+            e.servers = r.n_points;
+        } else if r.measure == "test_retest_cells_moved_share" {
+            e.moved_share = r.point;
+            e.moved_threshold = r.threshold;
+            e.cells = r.n_points;
+        }
+    }
     let category_refusals = gates
         .iter()
         .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
@@ -642,6 +664,7 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
         resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
         cells,
         agreement: pairs.into_values().collect(),
+        test_retest: retest.into_values().collect(),
         anomalies: anomalies
             .iter()
             .filter(|a| a.flagged)
