@@ -4,7 +4,8 @@
 //! `analysis.json` document.
 
 use crate::bootstrap::{
-    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_with_sensitivity,
+    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_completion,
+    cluster_bootstrap_with_sensitivity,
 };
 use crate::gates::{self, ConstructRegistration, GateResult, Trial};
 use crate::history;
@@ -89,6 +90,7 @@ fn method_record(cfg: &Config) -> Method {
         anomalies: "a server's Completion more than 2 standard deviations from its own history (at least two earlier bundles); a task whose pass rate moves by more than 0.4 on at least half (and at least 3) of the servers it shares with the previous bundle".into(),
         notes: vec![
             "Completion per (category, agent, server) = mean over admitted core tasks of PASS / (PASS + FAIL); a core task whose capability the server does not advertise and that has no countable attempt counts as a failure".into(),
+            "reference rows (roster row = reference-row, Methodology §9) are scored from the same resamples (Completion and its interval) but take no rank, rank interval, band or first-try position, and stay out of the agreement".into(),
             "separation figures use the two-proportion normal approximation on countable attempts, which treats attempts as independent; they size future runs and are not the headline statistics".into(),
         ],
     }
@@ -207,11 +209,15 @@ fn ids_of(attempts: &[&Attempt]) -> Vec<String> {
 
 /// The built-in agents' pass rates per server (`baselines.<agent>.<server>`): the reference agent's
 /// reachability and the null models' rates, over the admitted core tasks. No interval, rank or band.
+/// The built-in agents' rows: pass rates over core tasks, the server's capability coverage (`coverage`
+/// maps a server to it) and the latency of the server's tool calls in the agent's attempts.
 fn baselines_of(
     attempts: &[&Attempt],
     core: &BTreeSet<String>,
+    coverage: &dyn Fn(&str) -> Option<f64>,
+    calls_by_attempt: &CallsByAttempt<'_>,
 ) -> BTreeMap<String, BTreeMap<String, agentrank_schema::analysis::BaselineEntry>> {
-    type Counts<'a> = BTreeMap<(&'a str, &'a str), (Role, BTreeMap<&'a str, (i64, i64)>)>;
+    type Counts<'a> = BTreeMap<(&'a str, &'a str), (Role, BTreeMap<&'a str, (i64, i64)>, Vec<f64>)>;
     let mut by: Counts<'_> = BTreeMap::new();
     for a in attempts {
         if !matches!(a.role, Role::Reference | Role::Null(_))
@@ -222,7 +228,10 @@ fn baselines_of(
         }
         let e = by
             .entry((a.agent.as_str(), a.server.as_str()))
-            .or_insert_with(|| (a.role, BTreeMap::new()));
+            .or_insert_with(|| (a.role, BTreeMap::new(), Vec::new()));
+        if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
+            e.2.extend(calls.iter().filter_map(|c| c.latency_ms));
+        }
         let t = e.1.entry(a.task.as_str()).or_default();
         if let Some(p) = a.outcome.headline_pass() {
             t.1 += 1;
@@ -230,7 +239,8 @@ fn baselines_of(
         }
     }
     let mut out: BTreeMap<String, BTreeMap<String, _>> = BTreeMap::new();
-    for ((agent, server), (role, tasks)) in by {
+    for ((agent, server), (role, tasks, latencies)) in by {
+        let latency = median_p95(&latencies);
         let counted: Vec<(i64, i64)> = tasks.values().copied().filter(|c| c.1 > 0).collect();
         let point = (!counted.is_empty()).then(|| {
             counted
@@ -250,6 +260,10 @@ fn baselines_of(
                 tasks: counted.len() as i64,
                 attempts: counted.iter().map(|c| c.1).sum(),
                 passes: counted.iter().map(|c| c.0).sum(),
+                coverage: coverage(server),
+                latency_calls: latencies.len() as i64,
+                latency_median_ms: latency.map(|l| l.0),
+                latency_p95_ms: latency.map(|l| l.1),
             },
         );
     }
@@ -739,7 +753,16 @@ fn analyze_category(
     }
 
     // Cell status: the first refused gate in order.
+    // Reference rows (§9) are scored like the board but sit outside its ranks, bands and agreement: they
+    // are resampled in a design of their own, whose draws are the very ones they would get on the board
+    // (every draw is keyed by the category, the resample and the cell's attempt ids).
+    let is_reference_row = |server: &str| {
+        input
+            .reference_rows
+            .contains(&(category.to_string(), server.to_string()))
+    };
     let mut board: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut ref_board: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut cell_refusal: BTreeMap<CellKey, GateResult> = BTreeMap::new();
     for key in data.cells.keys() {
         // Order: sweep-level and category-level gates, then the smoke gate (a void sweep voids every
@@ -764,6 +787,10 @@ fn analyze_category(
             Some(g) => {
                 cell_refusal.insert(key.clone(), g.clone());
             }
+            None if is_reference_row(&key.1) => ref_board
+                .entry(key.0.clone())
+                .or_default()
+                .push(key.1.clone()),
             None => board.entry(key.0.clone()).or_default().push(key.1.clone()),
         }
     }
@@ -810,6 +837,35 @@ fn analyze_category(
         let b = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
         (b.clone(), b)
     };
+    let ref_design = build_design(
+        category,
+        &data,
+        &core,
+        &ref_board,
+        &unsupported,
+        View::Headline,
+        None,
+    );
+    let (ref_boot, ref_sens_boot) = if ref_board.is_empty() {
+        (None, None)
+    } else {
+        let b = cluster_bootstrap_completion(&ref_design, cfg.seed, cfg.resamples);
+        let s = if any_builtin {
+            let d = build_design(
+                category,
+                &data,
+                &core,
+                &ref_board,
+                &unsupported,
+                View::Sensitivity,
+                Some(&ref_design),
+            );
+            cluster_bootstrap_completion(&d, cfg.seed, cfg.resamples)
+        } else {
+            b.clone()
+        };
+        (Some(b), Some(s))
+    };
 
     // Reachability per server (reference agent).
     let mut reachability: BTreeMap<String, f64> = BTreeMap::new();
@@ -842,7 +898,16 @@ fn analyze_category(
     let mut analysis = CategoryAnalysis {
         core_tasks: core.clone(),
         quarantined_tasks: quarantined.iter().cloned().collect(),
-        baselines: baselines_of(attempts, &core_set),
+        baselines: baselines_of(
+            attempts,
+            &core_set,
+            &|server: &str| {
+                advertised_of
+                    .get(server)
+                    .and_then(|adv| metrics::coverage(&core_caps, adv))
+            },
+            calls_by_attempt,
+        ),
         ..CategoryAnalysis::default()
     };
     let mut completion_rows = Vec::new();
@@ -851,6 +916,11 @@ fn analyze_category(
     let position = |agent: &str, server: &str| -> Option<(usize, usize)> {
         let a = design.agents.iter().position(|x| x == agent)?;
         let s = design.servers[a].iter().position(|x| x == server)?;
+        Some((a, s))
+    };
+    let ref_position = |agent: &str, server: &str| -> Option<(usize, usize)> {
+        let a = ref_design.agents.iter().position(|x| x == agent)?;
+        let s = ref_design.servers[a].iter().position(|x| x == server)?;
         Some((a, s))
     };
     // Bands per agent.
@@ -937,10 +1007,22 @@ fn analyze_category(
             }
         };
         let refusal = cell_refusal.get(&key);
-        for (view, b) in [(View::Headline, &boot), (View::Sensitivity, &sens_boot)] {
+        for (view, b, rb) in [
+            (View::Headline, &boot, ref_boot.as_ref()),
+            (View::Sensitivity, &sens_boot, ref_sens_boot.as_ref()),
+        ] {
             let pos = position(agent, server);
-            let (point, ci, rank, rint, band) = match (refusal, pos) {
-                (None, Some((a, s))) => (
+            let ref_pos = ref_position(agent, server);
+            let (point, ci, rank, rint, band) = match (refusal, pos, ref_pos.zip(rb)) {
+                // A reference row: Completion and its interval, no rank, rank interval or band.
+                (None, None, Some(((a, s), rb))) => (
+                    Some(rb.completion_point[a][s]),
+                    Some(rb.completion_ci[a][s]),
+                    None,
+                    None,
+                    None,
+                ),
+                (None, Some((a, s)), _) => (
                     Some(b.completion_point[a][s]),
                     Some(b.completion_ci[a][s]),
                     Some(b.rank_point[a][s]),
@@ -1110,6 +1192,7 @@ fn analyze_category(
             .filter(|(_, r)| {
                 r.point.is_some()
                     && !cell_refusal.contains_key(&(r.agent.clone(), r.server.clone()))
+                    && !is_reference_row(&r.server)
             })
             .map(|(i, _)| i)
             .collect();

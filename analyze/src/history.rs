@@ -2,6 +2,7 @@
 //! whose pass rate jumps across many servers) and test-retest between two runs of a category (§8.7).
 
 use crate::analysis::Config;
+use crate::bootstrap::{Cell, Design, RhoSummary, cluster_bootstrap};
 use crate::input::{Attempt, Input, Role, TaskClass};
 use crate::stats::spearman::spearman_of_completions;
 use agentrank_schema::analysis::{AgreementRow, AnomalyRow};
@@ -78,6 +79,74 @@ fn mean_sd(v: &[f64]) -> (f64, Option<f64>) {
     }
     let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64;
     (m, Some(var.sqrt()))
+}
+
+/// Test-retest ρ of one agent between two runs with its interval (§8.7): the two runs are the two sides
+/// of a crossed design over the servers both scored and the core tasks every one of those cells holds a
+/// countable attempt for in both runs, resampled like agreement between two agents (tasks drawn once
+/// per resample and shared by both runs, then each drawn copy's attempts, per run and server). `None`
+/// when fewer than two servers qualify.
+fn retest_rho(
+    category: &str,
+    agent: &str,
+    prev: &[&Attempt],
+    cur: &[&Attempt],
+    cfg: &Config,
+) -> Option<RhoSummary> {
+    // server → task → the agent's countable (id, pass) in attempt order.
+    type Run<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<(&'a str, bool)>>>;
+    fn cells<'a>(agent: &str, atts: &[&'a Attempt]) -> Run<'a> {
+        let mut sorted: Vec<&&Attempt> = atts.iter().filter(|a| a.agent == agent).collect();
+        sorted.sort_by_key(|a| (a.attempt_index, a.rerun_index, a.attempt_id.as_str()));
+        let mut m: Run<'a> = BTreeMap::new();
+        for a in sorted {
+            if let Some(p) = a.outcome.headline_pass() {
+                m.entry(a.server.as_str())
+                    .or_default()
+                    .entry(a.task.as_str())
+                    .or_default()
+                    .push((a.attempt_id.as_str(), p));
+            }
+        }
+        m
+    }
+    let (p, c) = (cells(agent, prev), cells(agent, cur));
+    let servers: Vec<&str> = c.keys().copied().filter(|s| p.contains_key(s)).collect();
+    let tasks: Vec<&str> = c
+        .get(servers.first()?)?
+        .keys()
+        .copied()
+        .filter(|t| {
+            servers.iter().all(|s| {
+                [&p, &c]
+                    .iter()
+                    .all(|run| run.get(s).is_some_and(|m| m.contains_key(t)))
+            })
+        })
+        .collect();
+    if servers.len() < 2 || tasks.is_empty() {
+        return None;
+    }
+    let side = |run: &Run<'_>| -> Vec<Vec<Cell>> {
+        servers
+            .iter()
+            .map(|s| {
+                tasks
+                    .iter()
+                    .map(|t| Cell::new(run[s][t].iter().copied()))
+                    .collect()
+            })
+            .collect()
+    };
+    let design = Design {
+        category: category.to_string(),
+        tasks: tasks.iter().map(|t| (*t).to_string()).collect(),
+        agents: vec!["earlier".into(), "later".into()],
+        servers: vec![servers.iter().map(|s| (*s).to_string()).collect(); 2],
+        cells: vec![side(&p), side(&c)],
+    };
+    let boot = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
+    boot.pairs.into_iter().next().map(|pair| pair.server_rho)
 }
 
 /// Anomalies and test-retest rows for every category whose current input has earlier inputs.
@@ -246,20 +315,29 @@ pub fn compare(
             ids.dedup();
             let a_label = format!("{agent}@{}", inputs[prev].label);
             let b_label = format!("{agent}@{}", inputs[ci].label);
+            let rho = retest_rho(category, agent, &prev_att, &cur_att, cfg);
             let base = AgreementRow {
                 category: category.clone(),
                 measure: "test_retest_server_completion".into(),
                 agent_a: a_label,
                 agent_b: b_label,
-                n_points: xs.len() as i64,
-                point: spearman_of_completions(&xs, &ys),
-                ci_lo: None,
-                ci_hi: None,
-                resamples_used: 0,
-                resamples_dropped: 0,
+                n_points: rho.as_ref().map_or(xs.len(), |r| r.n_points) as i64,
+                point: match &rho {
+                    Some(r) => r.point,
+                    None => spearman_of_completions(&xs, &ys),
+                },
+                ci_lo: rho.as_ref().and_then(|r| r.ci).map(|c| c.0),
+                ci_hi: rho.as_ref().and_then(|r| r.ci).map(|c| c.1),
+                resamples_used: rho.as_ref().map_or(0, |r| r.used) as i64,
+                resamples_dropped: rho.as_ref().map_or(0, |r| r.dropped) as i64,
                 threshold: None,
                 meets_threshold: None,
-                method: "spearman-average-ranks/point".into(),
+                method: if rho.is_some() {
+                    "spearman-average-ranks/joint-cluster-bootstrap-v1"
+                } else {
+                    "spearman-average-ranks/point"
+                }
+                .into(),
                 seed: cfg.seed as i64,
                 attempt_ids: ids,
             };

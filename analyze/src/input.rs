@@ -140,6 +140,9 @@ pub struct Input {
     pub core_capabilities: BTreeMap<String, BTreeSet<String>>,
     /// The reference server per category.
     pub reference_servers: BTreeMap<String, String>,
+    /// Reference rows per (category, server): archived but widely used servers, scored and shown with
+    /// their Completion and interval but outside the ranks and the bands (Methodology §9).
+    pub reference_rows: BTreeSet<(String, String)>,
     /// Smoke task ids per category.
     pub smoke_tasks: BTreeMap<String, BTreeSet<String>>,
     /// Agents whose boards are low-sample (attempt quota rather than the adaptive rule; minimum 1).

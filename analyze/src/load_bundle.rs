@@ -12,7 +12,7 @@ use crate::input::{
 use crate::load::LoadError;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
 use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
-use agentrank_schema::roster::{AgentConfig, AgentKind, ServerConfig};
+use agentrank_schema::roster::{AgentConfig, AgentKind, RosterRow, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -61,6 +61,12 @@ fn step_budgets(dir: &Path) -> BTreeMap<String, u32> {
         }
     }
     out
+}
+
+/// Whether a server configuration is a reference row (roster `row = "reference-row"`): scored and shown,
+/// outside the ranks and the bands.
+pub fn is_reference_row(sc: &ServerConfig) -> bool {
+    sc.row == RosterRow::ReferenceRow
 }
 
 /// Convert an already-read bundle (the step budgets come from its sealed task catalog).
@@ -165,6 +171,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
     let draft = &b.manifest.draft;
     let mut advertised = BTreeMap::new();
     let mut reference_servers = BTreeMap::new();
+    let mut reference_rows = BTreeSet::new();
     for v in draft.server_configs.values() {
         if let Ok(sc) = serde_json::from_value::<ServerConfig>(v.clone()) {
             let cat = sc.category.as_str().to_string();
@@ -176,6 +183,9 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
                 .collect();
             if sc.category_reference {
                 reference_servers.insert(cat.clone(), sc.id.clone());
+            }
+            if is_reference_row(&sc) {
+                reference_rows.insert((cat.clone(), sc.id.clone()));
             }
             advertised.insert((cat, sc.id.clone()), caps);
         }
@@ -253,6 +263,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
         advertised,
         core_capabilities: BTreeMap::new(),
         reference_servers,
+        reference_rows,
         smoke_tasks: default_smoke_tasks(),
         low_sample_agents,
         tool_definition_tokens,

@@ -542,6 +542,18 @@ pub struct BaselineEntry {
     pub tasks: i64,
     pub attempts: i64,
     pub passes: i64,
+    /// Share of the category's core capabilities the server's capability map advertises (a property of
+    /// the server's tools, the same for every agent); absent without a capability map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
+    /// Server tool calls with a measured wall time in this agent's attempts on the server (tool-call
+    /// table), and their median and 95th percentile (milliseconds, linear percentiles).
+    #[serde(default)]
+    pub latency_calls: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_median_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p95_ms: Option<f64>,
 }
 
 /// The method record: every pre-registered decision the numbers depend on.

@@ -236,6 +236,24 @@ pub struct Anomaly {
     pub attempt_ids: Vec<String>,
 }
 
+/// Test-retest of one agent between two runs of a category (Methodology §8.7).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Retest {
+    pub category: String,
+    /// `agent@bundle` of the earlier and the later run.
+    pub run_a: String,
+    pub run_b: String,
+    /// Spearman correlation of server Completion between the runs, with its bootstrap interval (the
+    /// interval is absent when the analysis did not compute one).
+    pub servers_spearman: Option<f64>,
+    pub servers_ci: Option<(f64, f64)>,
+    pub servers: i64,
+    /// Share of (server × task) cells whose pass rate moved by more than the threshold.
+    pub moved_share: Option<f64>,
+    pub moved_threshold: Option<f64>,
+    pub cells: i64,
+}
+
 /// The analysis of the shown bundle.
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisInput {
@@ -243,6 +261,8 @@ pub struct AnalysisInput {
     pub resamples: u64,
     pub cells: Vec<CellAnalysis>,
     pub agreement: Vec<AgreementPair>,
+    /// Test-retest rows (§8.7), by category.
+    pub test_retest: Vec<Retest>,
     pub anomalies: Vec<Anomaly>,
     /// Category-level refusals (the whole category refused, e.g. INSUFFICIENT_SURFACE), by category.
     pub category_refusals: BTreeMap<String, Refusal>,

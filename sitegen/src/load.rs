@@ -64,7 +64,9 @@ fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError
     Ok(())
 }
 
-fn server_input(id: &str, v: &Value) -> ServerInput {
+/// A server as the site shows it, from its configuration as the manifest records it (the roster's
+/// [`agentrank_schema::roster::ServerConfig`] as JSON).
+pub fn server_input(id: &str, v: &Value) -> ServerInput {
     let pkg = v.get("package").cloned().unwrap_or(Value::Null);
     let launch = v.get("launch").cloned().unwrap_or(Value::Null);
     let modes = v.get("modes").cloned().unwrap_or(Value::Null);
@@ -116,7 +118,11 @@ fn server_input(id: &str, v: &Value) -> ServerInput {
                 format!("{args} ({d})")
             }
         }),
-        reference_row: s(v, "row") == "reference",
+        reference_row: v
+            .get("row")
+            .cloned()
+            .and_then(|r| serde_json::from_value::<agentrank_schema::roster::RosterRow>(r).ok())
+            == Some(agentrank_schema::roster::RosterRow::ReferenceRow),
         config_fixes: v
             .get("fixes")
             .and_then(Value::as_array)
@@ -676,6 +682,9 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
                     server: server.clone(),
                     baseline: b.point,
                     reachability: if b.role == "reference" { b.point } else { None },
+                    coverage: b.coverage,
+                    latency_p50_ms: b.latency_median_ms,
+                    latency_p95_ms: b.latency_p95_ms,
                     ..CellAnalysis::default()
                 });
             }
@@ -701,6 +710,28 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             p.cells_spearman = i;
         }
     }
+    // Test-retest (§8.7, `analysis.json` `test_retest`): the server-Completion correlation between two
+    // runs and the share of cells that moved, one pair of rows per (category, agent, runs).
+    let mut retest: BTreeMap<(String, String, String), Retest> = BTreeMap::new();
+    for r in &doc.test_retest {
+        let e = retest
+            .entry((r.category.clone(), r.agent_a.clone(), r.agent_b.clone()))
+            .or_insert_with(|| Retest {
+                category: r.category.clone(),
+                run_a: r.agent_a.clone(),
+                run_b: r.agent_b.clone(),
+                ..Retest::default()
+            });
+        if r.measure == "test_retest_server_completion" {
+            e.servers_spearman = r.point;
+            e.servers_ci = r.ci_lo.zip(r.ci_hi);
+            e.servers = r.n_points;
+        } else if r.measure == "test_retest_cells_moved_share" {
+            e.moved_share = r.point;
+            e.moved_threshold = r.threshold;
+            e.cells = r.n_points;
+        }
+    }
     let category_refusals = gates
         .iter()
         .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
@@ -711,6 +742,7 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
         resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
         cells,
         agreement: pairs.into_values().collect(),
+        test_retest: retest.into_values().collect(),
         anomalies: anomalies
             .iter()
             .filter(|a| a.flagged)

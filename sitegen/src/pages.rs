@@ -2024,6 +2024,36 @@ pub fn agreement(ix: &Index<'_>, category: &str) -> Result<PageModel, ModelError
                 .collect(),
         });
     }
+    let retest = ix
+        .input
+        .analysis
+        .test_retest
+        .iter()
+        .filter(|r| r.category == category)
+        .map(|r| RetestRow {
+            runs: format!("{} and {}", visible(&r.run_a), visible(&r.run_b)),
+            servers: r.servers_spearman.map_or_else(
+                || "not computed".into(),
+                |x| format!("{} over {} servers", num3(x), r.servers),
+            ),
+            servers_ci: r.servers_ci.map_or_else(
+                || "not computed".into(),
+                |(lo, hi)| format!("[{}, {}]", num3(lo), num3(hi)),
+            ),
+            moved: r.moved_share.map_or_else(
+                || "not computed".into(),
+                |x| {
+                    format!(
+                        "{} of {} cells moved by more than {}",
+                        pct(x),
+                        r.cells,
+                        r.moved_threshold
+                            .map_or_else(|| "the threshold".into(), num3)
+                    )
+                },
+            ),
+        })
+        .collect();
     let broadly_agree = qualifying >= 3;
     let decision = if broadly_agree {
         format!(
@@ -2051,6 +2081,7 @@ pub fn agreement(ix: &Index<'_>, category: &str) -> Result<PageModel, ModelError
         ),
         template: "agreement.html",
         view: PageView::Agreement(AgreementView {
+            retest,
             category: visible(category),
             decision,
             broadly_agree,

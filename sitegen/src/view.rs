@@ -356,6 +356,17 @@ pub struct AgreementView {
     pub pairs: Vec<AgreementRow>,
     pub chart_svg: String,
     pub boards: Vec<Link>,
+    /// Test-retest between two runs of the category (§8.7).
+    pub retest: Vec<RetestRow>,
+}
+
+/// One agent's test-retest between two runs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RetestRow {
+    pub runs: String,
+    pub servers: String,
+    pub servers_ci: String,
+    pub moved: String,
 }
 
 /// One agent pair.
