@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Version of the analysis tables and `analysis.json`: `MAJOR.MINOR`.
-pub const ANALYSIS_SCHEMA_VERSION: &str = "1.0";
+pub const ANALYSIS_SCHEMA_VERSION: &str = "1.1";
 
 fn utf8(name: &str, nullable: bool) -> FieldRef {
     Arc::new(Field::new(name, DataType::Utf8, nullable))
