@@ -154,7 +154,7 @@ fn baseline_rows_carry_coverage_and_latency_from_the_capability_map_and_tool_cal
         input.tool_calls.push(ToolCall {
             attempt_id: id.clone(),
             tool_name: "tool_0".into(),
-            tool_listed: true,
+            tool_listed: Some(true),
             latency_ms: Some(l),
             is_error: false,
         });
