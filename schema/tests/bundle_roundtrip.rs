@@ -290,7 +290,10 @@ fn reader_refuses_an_unknown_major_version_and_a_newer_minor() {
         std::fs::write(
             &p,
             text.replacen(
-                &format!("\"schema_version\": \"{}\"", agentrank_schema::SCHEMA_VERSION),
+                &format!(
+                    "\"schema_version\": \"{}\"",
+                    agentrank_schema::SCHEMA_VERSION
+                ),
                 &format!("\"schema_version\": \"{v}\""),
                 1,
             ),
