@@ -128,10 +128,13 @@ fn baseline_rows_show_coverage_and_latency_and_test_retest_is_published_with_its
     std::fs::write(&path, serde_json::to_vec_pretty(&doc).expect("json")).expect("write");
     let mut input = s.input();
     // The reference agent is a built-in agent: a lock entry, no configuration (as in a real bundle).
-    input.bundle.agents.push(agentrank_sitegen::input::AgentInput {
-        id: "reference".into(),
-        ..Default::default()
-    });
+    input
+        .bundle
+        .agents
+        .push(agentrank_sitegen::input::AgentInput {
+            id: "reference".into(),
+            ..Default::default()
+        });
     let site = site::build(&input, &HostFacts::default()).expect("build");
 
     let agreement = std::str::from_utf8(&site.files["agreement/web-fetch.html"]).expect("utf8");
