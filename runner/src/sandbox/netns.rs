@@ -352,7 +352,9 @@ impl NetnsWorld {
     pub(crate) fn applied_limits(&self) -> Vec<String> {
         let mut v = self.cgroup.applied().to_vec();
         v.push("bwrap.namespaces=user,pid,ipc,uts,cgroup,mount".into());
-        v.push(format!("netns={}", self.name));
+        // The namespace's name is per process and per attempt: it must not reach the record, which
+        // a resumed sweep has to reproduce exactly.
+        v.push("netns=private".into());
         v
     }
 
