@@ -23,6 +23,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use agentrank_schema::ids::{hex, sha256_hex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -187,10 +188,6 @@ pub fn load_pin(file: &Path) -> Result<ModelPin, ManagedError> {
     Ok(pin)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The build directory's key: sha256 over one line each for the sdist (`name==version`, `sha256:…`),
 /// the tools (`name==version`) and the configure flags; a changed pin builds fresh beside the old one.
 pub fn server_key(pin: &ServerPin) -> String {
@@ -203,7 +200,7 @@ pub fn server_key(pin: &ServerPin) -> String {
         text.push_str(flag);
         text.push('\n');
     }
-    hex(&Sha256::digest(text.as_bytes()))[..12].to_string()
+    sha256_hex(text.as_bytes())[..12].to_string()
 }
 
 /// Where a pin's server build lives in the cache.
