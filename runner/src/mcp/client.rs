@@ -307,10 +307,12 @@ impl McpSession {
         let service = match tokio::time::timeout(options.init_timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
-                let exited = process.has_exited();
-                let exit = process.stop(Duration::from_millis(200)).await;
                 // A server that is gone says how it ended (`exit:1`): the wire's reader tells a
                 // server that exited before answering `initialize` from one that answered wrongly.
+                // Whether it exited is what `stop` saw in its grace period: the client can see the
+                // closed pipe before the exit is reaped, so an immediate check would race it.
+                let exit = process.stop(Duration::from_millis(200)).await;
+                let exited = matches!(exit, ExitKind::Exited(_) | ExitKind::Signalled(_));
                 let _ = recorder.finish(&if exited {
                     exit.reason()
                 } else {
