@@ -160,6 +160,10 @@ enum Command {
         /// Attempt id written into the tape's meta line.
         #[arg(long, default_value = "tap")]
         attempt_id: String,
+        /// Answer every `tools/call` with empty content instead of forwarding it (the stubbed-empty
+        /// null baseline); `initialize` and `tools/list` still reach the server.
+        #[arg(long)]
+        stub_calls: bool,
         /// The server command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -466,7 +470,12 @@ fn lint_tasks(paths: &Paths) -> anyhow::Result<Exit> {
     }
 }
 
-fn tap(out: &std::path::Path, attempt_id: &str, command: &[String]) -> anyhow::Result<Exit> {
+fn tap(
+    out: &std::path::Path,
+    attempt_id: &str,
+    command: &[String],
+    stub_calls: bool,
+) -> anyhow::Result<Exit> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -476,6 +485,7 @@ fn tap(out: &std::path::Path, attempt_id: &str, command: &[String]) -> anyhow::R
         command,
         attempt_id,
         std::time::Duration::from_secs(3),
+        stub_calls,
     ))?;
     std::process::exit(code)
 }
@@ -526,8 +536,9 @@ fn main() -> ExitCode {
         Command::Tap {
             out,
             attempt_id,
+            stub_calls,
             command,
-        } => tap(out, attempt_id, command),
+        } => tap(out, attempt_id, command, *stub_calls),
     };
     match result {
         Ok(code) => code.into(),

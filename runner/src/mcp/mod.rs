@@ -35,14 +35,16 @@ pub async fn run_tap_command(
     command: &[String],
     attempt_id: &str,
     grace: Duration,
+    stub_tool_calls: bool,
 ) -> Result<i32, McpError> {
-    run_tap(
+    run_tap_stubbing(
         tokio::io::stdin(),
         tokio::io::stdout(),
         out,
         command,
         attempt_id,
         grace,
+        stub_tool_calls,
     )
     .await
 }
@@ -60,6 +62,25 @@ pub async fn run_tap<R, W>(
     command: &[String],
     attempt_id: &str,
     grace: Duration,
+) -> Result<i32, McpError>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    run_tap_stubbing(client_in, client_out, out, command, attempt_id, grace, false).await
+}
+
+/// [`run_tap`], and with `stub_tool_calls` the tap of the stubbed-empty null baseline: every
+/// `tools/call` is recorded and answered with empty content by the tap, and never reaches the server
+/// (which still answers `initialize` and `tools/list`, so the agent sees its real tools).
+pub async fn run_tap_stubbing<R, W>(
+    client_in: R,
+    client_out: W,
+    out: &Path,
+    command: &[String],
+    attempt_id: &str,
+    grace: Duration,
+    stub_tool_calls: bool,
 ) -> Result<i32, McpError>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
@@ -99,14 +120,40 @@ where
             .into(),
     );
     info.insert("mode".into(), "tap".into());
+    if stub_tool_calls {
+        info.insert(
+            "stub".into(),
+            "tools/call answered with empty content by the tap; the server never saw it".into(),
+        );
+    }
     let recorder = TapeRecorder::new(Some(out), attempt_id, info)?.redacting(Some(redactor));
     let (mut process, stdin, stdout) =
         ServerProcess::spawn(&launch).map_err(|source| McpError::Spawn {
             program: program.clone(),
             source,
         })?;
-    let mut to_server = tokio::spawn(tap::pump(client_in, stdin, Dir::In, recorder.clone()));
-    let mut to_client = tokio::spawn(tap::pump(stdout, client_out, Dir::Out, recorder.clone()));
+    let (mut to_server, mut to_client) = if stub_tool_calls {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (
+            tokio::spawn(tap::pump_stubbing_calls(
+                client_in,
+                stdin,
+                recorder.clone(),
+                tx,
+            )),
+            tokio::spawn(tap::pump_with_answers(
+                stdout,
+                client_out,
+                recorder.clone(),
+                rx,
+            )),
+        )
+    } else {
+        (
+            tokio::spawn(tap::pump(client_in, stdin, Dir::In, recorder.clone())),
+            tokio::spawn(tap::pump(stdout, client_out, Dir::Out, recorder.clone())),
+        )
+    };
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|source| McpError::Spawn {
             program: "signal handler".into(),
