@@ -1256,17 +1256,26 @@ fn analyze_category(
 
     // Latency per server and per tool.
     let mut latency_rows = Vec::new();
-    let mut by_server: BTreeMap<&str, LatencyByTool<'_>> = BTreeMap::new();
+    // Keyed by (server, agent): agent `None` pools every agent's calls (per server and per tool);
+    // `Some(agent)` is the (server, agent) cell, all tools together.
+    let mut by_server: BTreeMap<(&str, Option<&str>), LatencyByTool<'_>> = BTreeMap::new();
     for a in attempts.iter().filter(|a| a.role == Role::Scored) {
         if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
             if !calls.iter().any(|c| c.latency_ms.is_some()) {
                 continue;
             }
-            let tools = by_server.entry(a.server.as_str()).or_default();
             for c in calls {
                 if let Some(l) = c.latency_ms {
-                    for tool in [None, Some(c.tool_name.as_str())] {
-                        let e = tools.entry(tool).or_default();
+                    for (agent, tool) in [
+                        (None, None),
+                        (None, Some(c.tool_name.as_str())),
+                        (Some(a.agent.as_str()), None),
+                    ] {
+                        let e = by_server
+                            .entry((a.server.as_str(), agent))
+                            .or_default()
+                            .entry(tool)
+                            .or_default();
                         e.0.push(l);
                         // Consecutive calls of one attempt repeat its id: keep it once here; the
                         // rest of the duplicates go at the end.
@@ -1278,7 +1287,7 @@ fn analyze_category(
             }
         }
     }
-    for (server, tools) in by_server {
+    for ((server, agent), tools) in by_server {
         for (tool, (lat, mut ids)) in tools {
             let mp = median_p95(&lat);
             ids.sort_unstable();
@@ -1286,6 +1295,7 @@ fn analyze_category(
             latency_rows.push(LatencyRow {
                 category: category.to_string(),
                 server: server.to_string(),
+                agent: agent.map(str::to_string),
                 tool: tool.map(str::to_string),
                 calls: lat.len() as i64,
                 median_ms: mp.map(|x| x.0),

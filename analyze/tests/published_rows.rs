@@ -236,3 +236,69 @@ fn test_retest_is_published_with_a_bootstrap_interval() {
         "the agreement table holds it too"
     );
 }
+
+/// Latency is published per (server, agent) cell: each agent's own calls on the server, not the
+/// server's calls pooled over every agent (the pooled rows stay, with no agent).
+#[test]
+fn scored_rows_latency_is_per_server_and_agent() {
+    let mut input = synthetic::generate(&Spec {
+        categories: 1,
+        servers: 3,
+        agents: 2,
+        tasks: 10,
+        attempts: 2,
+        controls: false,
+        tool_calls: false,
+        builtin_share: 0.0,
+        seed: 9,
+    });
+    let server = synthetic::server_name(0, 1);
+    let agents: BTreeSet<String> = input
+        .attempts
+        .iter()
+        .filter(|a| a.role == Role::Scored)
+        .map(|a| a.agent.clone())
+        .collect();
+    let agents: Vec<String> = agents.into_iter().collect();
+    assert_eq!(agents.len(), 2);
+    // Agent 0's calls on the server take 10 ms each, agent 1's 1000 ms each.
+    let mut calls = Vec::new();
+    for a in input
+        .attempts
+        .iter()
+        .filter(|a| a.role == Role::Scored && a.server == server)
+    {
+        let l = if a.agent == agents[0] { 10.0 } else { 1000.0 };
+        calls.push(ToolCall {
+            attempt_id: a.attempt_id.clone(),
+            tool_name: "tool_0".into(),
+            tool_listed: Some(true),
+            latency_ms: Some(l),
+            is_error: false,
+        });
+    }
+    let n_each = calls.len() / 2;
+    input.tool_calls.extend(calls);
+    let out = analyze(std::slice::from_ref(&input), &cfg()).expect("analysis");
+    let row = |agent: Option<&str>| {
+        out.latency
+            .iter()
+            .find(|r| r.server == server && r.tool.is_none() && r.agent.as_deref() == agent)
+            .unwrap_or_else(|| panic!("a latency row for {agent:?}"))
+    };
+    let (fast, slow, pooled) = (
+        row(Some(&agents[0])),
+        row(Some(&agents[1])),
+        row(None),
+    );
+    assert_eq!((fast.median_ms, fast.p95_ms), (Some(10.0), Some(10.0)));
+    assert_eq!((slow.median_ms, slow.p95_ms), (Some(1000.0), Some(1000.0)));
+    assert_eq!(fast.calls as usize, n_each);
+    assert_eq!(pooled.calls as usize, 2 * n_each);
+    // Per-agent rows are never split by tool.
+    assert!(
+        out.latency
+            .iter()
+            .all(|r| r.agent.is_none() || r.tool.is_none())
+    );
+}

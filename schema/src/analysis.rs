@@ -330,6 +330,10 @@ impl AttributeRow {
 pub struct LatencyRow {
     pub category: String,
     pub server: String,
+    /// The agent whose calls these are (one row per (server, agent) cell, all tools); null for the rows
+    /// pooled over every agent (per server, and per server and tool).
+    #[serde(default)]
+    pub agent: Option<String>,
     pub tool: Option<String>,
     pub calls: i64,
     pub median_ms: Option<f64>,
@@ -342,6 +346,7 @@ impl LatencyRow {
         vec![
             utf8("category", false),
             utf8("server", false),
+            utf8("agent", true),
             utf8("tool", true),
             i64_("calls", false),
             f64_("median_ms", true),

@@ -587,10 +587,22 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
         .iter()
         .map(|r| (key(&r.category, &r.agent, &r.server), r))
         .collect();
+    // Latency per (server, agent) cell; analyses written before the per-agent rows existed give the
+    // server's rows pooled over agents instead.
+    let per_agent = latency.iter().any(|r| r.agent.is_some());
     let lat: BTreeMap<_, _> = latency
         .iter()
-        .filter(|r| r.tool.is_none())
-        .map(|r| ((r.category.clone(), r.server.clone()), r))
+        .filter(|r| r.tool.is_none() && r.agent.is_some() == per_agent)
+        .map(|r| {
+            (
+                (
+                    r.category.clone(),
+                    r.agent.clone().unwrap_or_default(),
+                    r.server.clone(),
+                ),
+                r,
+            )
+        })
         .collect();
     let mut cells = Vec::new();
     for r in completion.iter().filter(|r| r.view == "headline") {
@@ -623,7 +635,15 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             None
         };
         let a = at.get(&k);
-        let l = lat.get(&(r.category.clone(), r.server.clone()));
+        let l = lat.get(&(
+            r.category.clone(),
+            if per_agent {
+                r.agent.clone()
+            } else {
+                String::new()
+            },
+            r.server.clone(),
+        ));
         cells.push(CellAnalysis {
             category: r.category.clone(),
             agent: r.agent.clone(),

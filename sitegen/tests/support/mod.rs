@@ -780,6 +780,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
             latency.push(an::LatencyRow {
                 category: c.to_string(),
                 server: server_id(c, si),
+                agent: None,
                 tool: None,
                 calls: 10,
                 median_ms: Some(420.0),
