@@ -240,6 +240,13 @@ fn baselines_of(
     }
     let mut out: BTreeMap<String, BTreeMap<String, _>> = BTreeMap::new();
     for ((agent, server), (role, tasks, latencies)) in by {
+        // A null run as a mode of an agent under test is that agent's baseline row of its own.
+        let agent = match role {
+            Role::Null(m) if NullModel::parse(agent) != Some(m) => {
+                format!("{agent} ({})", m.as_str())
+            }
+            _ => agent.to_string(),
+        };
         let latency = median_p95(&latencies);
         let counted: Vec<(i64, i64)> = tasks.values().copied().filter(|c| c.1 > 0).collect();
         let point = (!counted.is_empty()).then(|| {
@@ -249,7 +256,7 @@ fn baselines_of(
                 .sum::<f64>()
                 / counted.len() as f64
         });
-        out.entry(agent.to_string()).or_default().insert(
+        out.entry(agent).or_default().insert(
             server.to_string(),
             agentrank_schema::analysis::BaselineEntry {
                 role: match role {
@@ -491,7 +498,24 @@ fn analyze_category(
     cfg: &Config,
     global_void: Option<&str>,
 ) -> CategoryOutput {
-    let data = index_category(attempts);
+    let mut data = index_category(attempts);
+    // Cells whose scored attempts a gate refused before they ran (gates before budget): no attempt, the
+    // refusal in the number's place.
+    let budget_refused: BTreeMap<CellKey, GateResult> = input
+        .structural
+        .budget_refusals
+        .iter()
+        .filter(|((c, _), _)| c == category)
+        .flat_map(|((_, agent), r)| {
+            let g = gates::budget_gate(agent, r);
+            r.servers
+                .iter()
+                .map(move |s| ((agent.clone(), s.clone()), g.clone()))
+        })
+        .collect();
+    for key in budget_refused.keys() {
+        data.cells.entry(key.clone()).or_default();
+    }
     let mut all_gates: Vec<GateResult> = Vec::new();
 
     // 1. Structural: lock manifest.
@@ -738,8 +762,13 @@ fn analyze_category(
                 .iter()
                 .copied()
                 .filter(|a| {
-                    a.role == Role::Null(m)
-                        && (a.agent == *agent || NullModel::parse(&a.agent) == Some(m))
+                    (a.role == Role::Null(m)
+                        && (a.agent == *agent || NullModel::parse(&a.agent) == Some(m)))
+                        // An agent's no-tools null is its own no-server control (the same attempts,
+                        // run once and read by both gates).
+                        || (m == NullModel::NoTools
+                            && a.role == Role::NoServerControl
+                            && a.agent == *agent)
                 })
                 .collect();
             null_ids.extend(runs.iter().map(|a| a.attempt_id.clone()));
@@ -768,6 +797,9 @@ fn analyze_category(
         // Order: sweep-level and category-level gates, then the smoke gate (a void sweep voids every
         // number), then this cell's coverage, its agent's null baseline, the construct gate.
         let mut chain: Vec<&GateResult> = Vec::new();
+        if let Some(g) = budget_refused.get(key) {
+            chain.push(g);
+        }
         if let Some(g) = &category_refusal {
             chain.push(g);
         }
@@ -800,6 +832,12 @@ fn analyze_category(
     for g in null_gates.values() {
         all_gates.push(g.clone());
     }
+    // One row per (category, agent) a gate stopped before its scored attempts.
+    let mut budget_rows: BTreeMap<&str, &GateResult> = BTreeMap::new();
+    for ((agent, _), g) in &budget_refused {
+        budget_rows.entry(agent.as_str()).or_insert(g);
+    }
+    all_gates.extend(budget_rows.into_values().cloned());
     if let Some(g) = &construct {
         all_gates.push(g.clone());
     }

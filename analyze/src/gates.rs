@@ -303,6 +303,41 @@ pub fn smoke_gate(
     g
 }
 
+/// A gate the sweep checked before an agent's scored attempts in a category and that refused them
+/// (gates before budget): the same gate name and verdict as the analysis's own, with the sweep's counts.
+pub fn budget_gate(agent: &str, r: &crate::input::BudgetRefusal) -> GateResult {
+    let gate: &'static str = if r.gate == "leak" {
+        "surface"
+    } else {
+        "null_baseline"
+    };
+    let mut g = GateResult::new(
+        gate,
+        GateStatus::Refused,
+        &r.verdict,
+        &r.reason,
+        format!(
+            "{} Checked before the agent's scored attempts, which were not run ({} planned slots skipped).",
+            r.detail, r.skipped_slots
+        ),
+    )
+    .count("core_tasks", r.core_tasks as i64)
+    .count("admitted", r.admitted_tasks as i64)
+    .count("skipped_slots", r.skipped_slots as i64)
+    .count("checked", "before the scored attempts");
+    for (k, v) in &r.nulls {
+        g.counts
+            .insert(format!("null_{k}"), v.map_or(Value::Null, Value::from));
+    }
+    if gate == "null_baseline" {
+        g.threshold = Some(NULL_RATIO);
+    } else {
+        g.threshold = Some(MIN_SURFACE as f64);
+    }
+    g.agent = Some(agent.to_string());
+    g
+}
+
 /// Null baseline per (category, agent): T_null = nearest-rank 95th percentile of the three null
 /// Completions (their maximum); KILL iff T_null ≥ 0.5 × real; INDETERMINATE if a null or the real value is
 /// missing, or the real one is 0.

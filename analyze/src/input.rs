@@ -123,6 +123,29 @@ pub struct Structural {
     pub lint_failures: BTreeMap<String, BTreeSet<String>>,
     /// Whether task-lint ran for this input.
     pub lint_checked: bool,
+    /// Gates the sweep checked before an agent's scored attempts that refused them (gates before
+    /// budget), per (category, agent), with the servers of the category: those cells were never run,
+    /// and the refusal is published in the number's place.
+    pub budget_refusals: BTreeMap<(String, String), BudgetRefusal>,
+}
+
+/// A gate that refused an agent's scored attempts in a category before they ran.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BudgetRefusal {
+    /// `leak` or `null_baseline`.
+    pub gate: String,
+    /// `INSUFFICIENT_SURFACE`, `KILL` or `INDETERMINATE`.
+    pub verdict: String,
+    pub reason: String,
+    pub detail: String,
+    /// Core tasks before and after the quarantine, and the agent's null Completions.
+    pub core_tasks: u64,
+    pub admitted_tasks: u64,
+    pub nulls: BTreeMap<String, Option<f64>>,
+    /// Scored slots left unrun.
+    pub skipped_slots: u64,
+    /// The category's servers (one refused cell each).
+    pub servers: BTreeSet<String>,
 }
 
 /// Everything one analysis input provides.

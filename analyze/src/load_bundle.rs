@@ -255,6 +255,32 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             );
         }
     }
+    let budget_refusals = draft
+        .budget_gates
+        .iter()
+        .filter_map(|r| {
+            let gate = r.refused_by.clone()?;
+            let servers = advertised
+                .keys()
+                .filter(|(c, _)| *c == r.category)
+                .map(|(_, s)| s.clone())
+                .collect();
+            Some((
+                (r.category.clone(), r.agent_id.clone()),
+                crate::input::BudgetRefusal {
+                    gate,
+                    verdict: r.verdict.clone(),
+                    reason: r.reason.clone(),
+                    detail: r.detail.clone(),
+                    core_tasks: r.core_tasks,
+                    admitted_tasks: r.admitted_tasks,
+                    nulls: r.nulls.clone(),
+                    skipped_slots: r.skipped_slots,
+                    servers,
+                },
+            ))
+        })
+        .collect();
     Input {
         label: draft.bundle_id.clone(),
         kind: "bundle".into(),
@@ -279,6 +305,7 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
                 .map(|l| l.failed_tasks())
                 .unwrap_or_default(),
             lint_checked: draft.task_lint.is_some(),
+            budget_refusals,
         },
         strict_gates: true,
     }

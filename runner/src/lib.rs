@@ -18,6 +18,7 @@
 
 pub mod agents;
 pub mod attempt;
+pub mod budget_gates;
 pub mod catalog;
 pub mod classify;
 pub mod dataset;

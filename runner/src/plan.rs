@@ -83,6 +83,27 @@ pub fn make_plan(
             format!("`{}` is not usable as a bundle id", sweep.bundle_id()),
         ));
     }
+    let under_test: Vec<&String> = sweep
+        .agents
+        .iter()
+        .filter(|a| !BUILTIN_AGENTS.contains(&a.as_str()))
+        .collect();
+    if sweep.null_modes && !under_test.is_empty() {
+        // An agent's no-tools null is its no-server control; its random-arguments null is the built-in
+        // program's runs.
+        if !sweep.no_server_control {
+            return Err(err(
+                "no_server_control",
+                "null_modes needs the no-server control: it is the no-tools null of every agent under test (set no_server_control = true, or null_modes = false)",
+            ));
+        }
+        if !sweep.agents.iter().any(|a| a == "random-args") {
+            return Err(err(
+                "agents",
+                "null_modes needs the built-in `random-args` in `agents`: it is the random-arguments null of every agent under test (add it, or set null_modes = false)",
+            ));
+        }
+    }
     let mut attempts = Vec::new();
     let mut seen_categories = std::collections::BTreeSet::new();
     for (ci, block) in sweep.categories.iter().enumerate() {
@@ -208,6 +229,38 @@ pub fn make_plan(
                             0,
                         ));
                     }
+                }
+            }
+        }
+        // Null baselines as modes of each agent under test (Fitness Report): a stubbed-empty run per
+        // core task, the block's servers taken in turn (the task's position picks the server), so every
+        // server's tool list is seen and the cost is one run per task.
+        if sweep.null_modes {
+            let core_tasks: Vec<&&agentrank_schema::task::TaskSpec> = tasks
+                .iter()
+                .filter(|t| t.class == TaskClass::Core)
+                .collect();
+            for agent in sweep.agents.iter().filter(|a| !BUILTIN_AGENTS.contains(&a.as_str())) {
+                let model = model_of(roster, agent)?;
+                for (i, task) in core_tasks.iter().enumerate() {
+                    let server_id = &block.servers[i % block.servers.len()];
+                    let version = roster
+                        .servers
+                        .get(server_id)
+                        .map(|s| s.package.version.clone())
+                        .unwrap_or_default();
+                    attempts.push(slot(
+                        sweep,
+                        SlotKind::NullStubbedEmpty,
+                        category,
+                        server_id,
+                        &version,
+                        agent,
+                        &model,
+                        &task.id,
+                        &task_version,
+                        0,
+                    ));
                 }
             }
         }
@@ -381,6 +434,7 @@ fn slot_id(
         SlotKind::SafetyProbe => "probe:",
         SlotKind::Calibration => "calibration:",
         SlotKind::ConstructExtension => "construct:",
+        SlotKind::NullStubbedEmpty => "null-stubbed-empty:",
     };
     AttemptKey {
         sweep_id: &sweep.sweep_id,

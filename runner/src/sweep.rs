@@ -196,8 +196,69 @@ pub fn task_lint_record(catalog: &Catalog) -> TaskLintRecord {
     }
 }
 
+/// The configuration of one agent as the manifest records it (`agent_configs`): the roster file as run
+/// (kind, pinned model, every setting, the tool-output limit), the program and its version, and for a
+/// managed local model its pins (server source and model file, by sha256, and the server flags). The
+/// model ids the agent reported are added when the bundle is sealed (`model_ids_reported`).
+pub fn agent_config_record(
+    roster_dir: &Path,
+    roster: &Roster,
+    agent: &str,
+) -> Result<serde_json::Value, String> {
+    let mut record = serde_json::Map::new();
+    if crate::plan::BUILTIN_AGENTS.contains(&agent) {
+        record.insert("id".into(), agent.into());
+        record.insert("program".into(), "agentrank-run (built in)".into());
+        record.insert("program_version".into(), env!("CARGO_PKG_VERSION").into());
+        return Ok(serde_json::Value::Object(record));
+    }
+    let config = roster
+        .agents
+        .get(agent)
+        .ok_or_else(|| format!("no roster/agents/{agent}.toml"))?;
+    if let serde_json::Value::Object(m) =
+        serde_json::to_value(config).map_err(|e| format!("roster/agents/{agent}.toml: {e}"))?
+    {
+        record.extend(m);
+    }
+    record.insert("program".into(), program_of(config).into());
+    record.insert(
+        "program_version".into(),
+        config
+            .program_version
+            .clone()
+            .unwrap_or_else(|| format!("agentrank-run {}", env!("CARGO_PKG_VERSION")))
+            .into(),
+    );
+    if let Some(pin) = crate::agents::managed::agent_pin(roster_dir, config)
+        .map_err(|e| format!("roster/agents/{agent}.toml: {e}"))?
+    {
+        record.insert(
+            "managed_model".into(),
+            serde_json::to_value(&pin).map_err(|e| e.to_string())?,
+        );
+    }
+    if config.kind == agentrank_schema::roster::AgentKind::Codex {
+        record.insert(
+            "sample".into(),
+            "quota-bounded: attempts per cell are bounded by the account's quota; boards label this agent low-sample".into(),
+        );
+    }
+    Ok(serde_json::Value::Object(record))
+}
+
+/// The program an agent configuration runs, in words.
+fn program_of(config: &agentrank_schema::roster::AgentConfig) -> String {
+    use agentrank_schema::roster::AgentKind;
+    match config.kind {
+        AgentKind::MinimalLoop => "AgentRank minimal loop (agentrank-run)".into(),
+        other => format!("{other:?}"),
+    }
+}
+
 fn draft_for(
     plan: &Plan,
+    roster_dir: &Path,
     roster: &Roster,
     cache_dir: &Path,
     backend: BackendKind,
@@ -239,8 +300,24 @@ fn draft_for(
                     .map(|c| format!("{:?}", c.kind))
                     .unwrap_or_default()
             },
-            program_version: env!("CARGO_PKG_VERSION").into(),
+            program_version: roster
+                .agents
+                .get(a)
+                .and_then(|c| c.program_version.clone())
+                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").into()),
             model_id: roster.agents.get(a).and_then(|c| c.model.clone()),
+        })
+        .collect();
+    // Every agent configuration that runs, as run (the built-in agents are described by the runner's
+    // version alone and are not listed, as before).
+    let agent_configs: BTreeMap<String, serde_json::Value> = sweep
+        .agents
+        .iter()
+        .filter(|a| !crate::plan::BUILTIN_AGENTS.contains(&a.as_str()))
+        .filter_map(|a| {
+            agent_config_record(roster_dir, roster, a)
+                .ok()
+                .map(|v| (a.clone(), v))
         })
         .collect();
     let mut notes = sweep.notes.clone();
@@ -273,7 +350,7 @@ fn draft_for(
         sweep_seed: sweep.seed,
         lock: LockManifest { servers, agents },
         server_configs,
-        agent_configs: BTreeMap::new(),
+        agent_configs,
         // Calibrated agents get their budget when calibration freezes it (`freeze_budgets`).
         timeout_budgets_s: sweep
             .agents
@@ -287,6 +364,7 @@ fn draft_for(
         environment: environment_fingerprint(backend),
         catalog_version: plan.catalog_sha256.clone(),
         task_lint: Some(task_lint),
+        budget_gates: Vec::new(),
         notes,
     }
 }
@@ -297,6 +375,8 @@ struct ProgressLine {
     /// Cells in the run and cells finished.
     total: usize,
     done: usize,
+    /// Cells finished by this run (not found staged by an earlier one): the pace of the estimate.
+    done_here: usize,
     attempts: usize,
     started: Instant,
 }
@@ -304,12 +384,14 @@ struct ProgressLine {
 impl ProgressLine {
     fn report(&mut self, slot: &PlannedAttempt, outcome: &str, secs: f64, resumed: bool) {
         self.attempts += 1;
+        let elapsed = self.started.elapsed().as_secs_f64();
         let line = format!(
-            "[cell {}/{}, attempt {}, {:>5.0}s] {} {} {} {} #{} → {}{} ({secs:.1}s)",
+            "[cell {}/{}, attempt {}, {:>5.0}s, {}] {} {} {} {} #{} → {}{} ({secs:.1}s)",
             self.done + 1,
             self.total,
             self.attempts,
-            self.started.elapsed().as_secs_f64(),
+            elapsed,
+            time_left(elapsed, self.done_here, self.total.saturating_sub(self.done)),
             slot.category,
             if slot.server_id.is_empty() {
                 "(no server)"
@@ -333,6 +415,22 @@ impl ProgressLine {
         if self.tty {
             let _ = writeln!(std::io::stderr());
         }
+    }
+}
+
+/// The estimate of time left for `remaining` cells at the pace of the `done_here` cells this run
+/// finished in `elapsed` seconds (cells an earlier run staged are not counted in the pace).
+fn time_left(elapsed: f64, done_here: usize, remaining: usize) -> String {
+    if done_here == 0 {
+        return "time left: estimating".into();
+    }
+    let left = (elapsed / done_here as f64 * remaining as f64).round() as u64;
+    if left >= 3600 {
+        format!("about {}h{:02}m left", left / 3600, (left % 3600) / 60)
+    } else if left >= 60 {
+        format!("about {}m{:02}s left", left / 60, left % 60)
+    } else {
+        format!("about {left}s left")
     }
 }
 
@@ -660,6 +758,7 @@ pub fn plan_sweep(opts: &SweepOptions, shards: u32) -> Result<PlanFile, SweepErr
     plan.shards = shards.max(1);
     let draft = draft_for(
         &plan,
+        &opts.roster_dir,
         &specs.roster,
         &opts.cache_dir,
         backend,
@@ -765,6 +864,7 @@ pub fn execute(
         tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         total: cells.len(),
         done: 0,
+        done_here: 0,
         attempts: 0,
         started: Instant::now(),
     });
@@ -801,6 +901,9 @@ pub fn execute(
                                 .lock()
                                 .unwrap_or_else(std::sync::PoisonError::into_inner);
                             p.done += 1;
+                            if local_resumed == 0 {
+                                p.done_here += 1;
+                            }
                         }
                         Err(e) => {
                             let mut f = failed
@@ -950,10 +1053,22 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
     }
     let staging = open_or_create_staging(&opts.out_dir, &file)?;
     calibrate_into(opts, &specs, &file.plan, &staging)?;
-    let (outcomes, resumed) = execute(opts, &specs, &file.plan, &staging, &|s| {
+    // Gates before budget: the no-server control and the null baselines first, then the gates they
+    // decide, then only the scored attempts of the (category, agent) pairs no gate refused.
+    let (mut outcomes, mut resumed) =
+        execute(opts, &specs, &file.plan, &staging, &crate::budget_gates::is_gate_slot)?;
+    let refused = crate::budget_gates::check_budget_gates(&specs, &file.plan, &staging)?;
+    let (more, more_resumed) = execute(opts, &specs, &file.plan, &staging, &|s| {
         !matches!(s.kind, SlotKind::Calibration | SlotKind::ConstructExtension)
+            && !crate::budget_gates::is_gate_slot(s)
+            && !refused.contains(&(s.category.clone(), s.agent_id.clone()))
     })?;
+    for (k, v) in more {
+        *outcomes.entry(k).or_default() += v;
+    }
+    resumed += more_resumed;
     extend_construct(opts, &specs, &file.plan, &staging)?;
+    record_reported_models(&staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
@@ -962,6 +1077,33 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         outcomes,
         void,
     })
+}
+
+/// Adds the model ids each agent reported (from its staged attempts) to its manifest configuration.
+fn record_reported_models(staging: &Staging) -> Result<(), SweepError> {
+    let mut draft = staging.draft()?;
+    if draft.agent_configs.is_empty() {
+        return Ok(());
+    }
+    let mut reported: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for id in staging.staged_ids()? {
+        for a in staging.read_unit(&id)?.attempts {
+            if let Some(m) = a.model_id_reported.filter(|m| !m.is_empty()) {
+                reported.entry(a.agent_id).or_default().insert(m);
+            }
+        }
+    }
+    for (agent, config) in draft.agent_configs.iter_mut() {
+        if let serde_json::Value::Object(m) = config {
+            let ids: Vec<String> = reported
+                .get(agent)
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default();
+            m.insert("model_ids_reported".into(), ids.into());
+        }
+    }
+    staging.replace_draft(&draft)?;
+    Ok(())
 }
 
 /// Opens the staging area of an interrupted run of the same plan, or creates it.
@@ -1128,6 +1270,7 @@ pub fn merge(
             missing.attempt_id, missing.agent_id, missing.server_id, missing.task_id
         )));
     }
+    record_reported_models(&staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,

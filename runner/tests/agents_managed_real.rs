@@ -79,7 +79,7 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
     std::fs::write(
         &sweep,
         format!(
-            "sweep_id = \"local-model-test\"\nseed = 20261201\nagents = [\"{AGENT}\"]\nattempts = \"single\"\nisolation = \"netns\"\nno_server_control = false\nprobes = false\nconstruct_batches = 0\n\n[timeouts]\nmin_s = 600\nmax_s = 900\ncalibration_attempts = 0\n\n[[categories]]\ncategory = \"web-fetch\"\nservers = [\"mcp-server-fetch\"]\ntasks = {TASKS:?}\n"
+            "sweep_id = \"local-model-test\"\nseed = 20261201\nagents = [\"{AGENT}\"]\nattempts = \"single\"\nisolation = \"netns\"\nno_server_control = false\nnull_modes = false\nprobes = false\nconstruct_batches = 0\n\n[timeouts]\nmin_s = 600\nmax_s = 900\ncalibration_attempts = 0\n\n[[categories]]\ncategory = \"web-fetch\"\nservers = [\"mcp-server-fetch\"]\ntasks = {TASKS:?}\n"
         ),
     )
     .expect("sweep file");

@@ -23,6 +23,7 @@ agents = ["scripted"]
 attempts = "single"
 isolation = "netns"
 probes = false
+null_modes = false
 
 [[categories]]
 category = "web-fetch"

@@ -47,9 +47,41 @@ pub struct ManifestDraft {
     /// sweeps ran task-lint: for those, whether any task fails lint is not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_lint: Option<TaskLintRecord>,
+    /// Gates checked before an agent's scored attempts in a category (gates before budget): one record
+    /// per (category, agent) checked, with the scored attempts it skipped when it refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_gates: Vec<BudgetGateRecord>,
     /// Free-form notes the operator attached to the sweep.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// The gates a sweep checked for one (category, agent) after its no-server control and null baselines
+/// and before its scored attempts. When `refused_by` names a gate, none of the agent's scored attempts
+/// in the category ran: `skipped_slots` says how many planned slots were left, and the analysis puts the
+/// refusal in the number's place on every cell of the agent in the category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetGateRecord {
+    pub category: String,
+    pub agent_id: String,
+    /// `leak` (the no-server control and task-lint left too few core tasks), `null_baseline` (a null
+    /// already reaches half of the best Completion the agent could get, or a null is missing), or
+    /// null when every gate that can be read before the scored attempts let them run.
+    pub refused_by: Option<String>,
+    /// The gate's verdict word (`PROCEED`, `INSUFFICIENT_SURFACE`, `KILL`, `INDETERMINATE`).
+    pub verdict: String,
+    /// Machine-readable reason.
+    pub reason: String,
+    /// The reason in words, as the board prints it.
+    pub detail: String,
+    /// Core tasks before and after the quarantine the control and task-lint impose.
+    pub core_tasks: u64,
+    pub admitted_tasks: u64,
+    /// The agent's null Completions over the admitted core tasks (`no-tools`, `stubbed-empty`,
+    /// `random-args`; null when a null has no countable attempt).
+    pub nulls: BTreeMap<String, Option<f64>>,
+    /// Planned scored slots not run because the gate refused (0 when it did not).
+    pub skipped_slots: u64,
 }
 
 /// Every pinned thing a sweep ran: server packages, agent programs, model ids. (Bundles sealed while

@@ -58,6 +58,7 @@ pub fn sample_draft(bundle_id: &str) -> ManifestDraft {
             instances_rendered: 200,
             findings: vec![],
         }),
+        budget_gates: Vec::new(),
         notes: vec![],
     }
 }

@@ -151,6 +151,12 @@ pub struct SweepConfig {
     /// reference server, run only when the gate still resolves neither way.
     #[serde(default = "default_construct_batches")]
     pub construct_batches: u32,
+    /// Run the null baselines as modes of each agent under test (default true): its no-server control is
+    /// its no-tools null, a stubbed-empty run per core task is planned for it, and the built-in
+    /// `random-args` program is its random-arguments null. Before an agent's scored attempts in a
+    /// category, its controls and nulls run and the gates that can already refuse are checked.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub null_modes: bool,
     /// Run the safety and protocol probes (default true).
     #[serde(default = "yes")]
     pub probes: bool,
@@ -194,6 +200,10 @@ fn isolation_backend<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D
 fn yes() -> bool {
     true
 }
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_true(b: &bool) -> bool {
+    *b
+}
 fn default_credentials() -> String {
     "anonymous".into()
 }
@@ -224,6 +234,11 @@ pub enum SlotKind {
     /// reference server, one per core task per registered batch (`attempt_index` is the batch, 1-based),
     /// run only while the gate resolves neither way.
     ConstructExtension,
+    /// The stubbed-empty null baseline as a mode of an agent under test (Fitness Report): the agent with
+    /// a server's tools listed and every `tools/call` answered empty by the tap. One per core task, the
+    /// category's servers taken in turn; run with the no-server control before the agent's scored
+    /// attempts (gates before budget).
+    NullStubbedEmpty,
 }
 
 /// One attempt slot of the plan. Slots beyond the second of an adaptive cell run only when the first

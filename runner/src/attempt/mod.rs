@@ -207,7 +207,8 @@ fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupErro
         SlotKind::Scored
         | SlotKind::NoServerControl
         | SlotKind::Calibration
-        | SlotKind::ConstructExtension => {
+        | SlotKind::ConstructExtension
+        | SlotKind::NullStubbedEmpty => {
             let spec = env.catalog.task(&slot.task_id).ok_or_else(|| {
                 setup(
                     &slot.attempt_id,
@@ -463,6 +464,7 @@ fn tap_launch(
     server: &ResolvedLaunch,
     tape: &Path,
     attempt_id: &str,
+    stub_tool_calls: bool,
 ) -> Result<ResolvedLaunch, String> {
     let mut args = vec![
         "tap".to_string(),
@@ -470,9 +472,12 @@ fn tap_launch(
         tape.display().to_string(),
         "--attempt-id".to_string(),
         attempt_id.to_string(),
-        "--".to_string(),
-        server.program.clone(),
     ];
+    if stub_tool_calls {
+        args.push("--stub-calls".to_string());
+    }
+    args.push("--".to_string());
+    args.push(server.program.clone());
     args.extend(server.args.iter().cloned());
     Ok(ResolvedLaunch {
         program: runner_exe()?.display().to_string(),
@@ -1004,7 +1009,12 @@ pub fn run_attempt(
                                             rt, config, &wrapped, limit, &id, slot,
                                         ));
                                     }
-                                    let tap = tap_launch(&wrapped, &mcp_tape, &id)
+                                    let tap = tap_launch(
+                                        &wrapped,
+                                        &mcp_tape,
+                                        &id,
+                                        slot.kind == SlotKind::NullStubbedEmpty,
+                                    )
                                         .map_err(|e| setup(&id, e))?;
                                     match run_external(
                                         env,
@@ -1522,6 +1532,10 @@ pub fn run_attempt(
                 "timeout calibration (Methodology §6.4): a calibration task on the category's reference server, run under the {} s upper bound before any scored attempt; its duration fixes the agent's budget; never scored",
                 limit.as_secs()
             ),
+        )),
+        SlotKind::NullStubbedEmpty => Some((
+            "null-stubbed-empty",
+            "null baseline as a mode of this agent (Fitness Report): the server's tools listed, every tools/call answered with empty content by the tap; run before the agent's scored attempts; never scored".to_string(),
         )),
         _ => None,
     };

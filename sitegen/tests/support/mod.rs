@@ -376,6 +376,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
         environment: BTreeMap::new(),
         catalog_version: "1.0".into(),
         task_lint: None,
+        budget_gates: Vec::new(),
         notes: vec![],
     };
     let staging = Staging::create(&bundles, &draft).expect("staging");
@@ -961,6 +962,7 @@ pub fn real_shape(root: &Path) -> RealShape {
         environment: BTreeMap::new(),
         catalog_version: "1.0".into(),
         task_lint: None,
+        budget_gates: Vec::new(),
         notes: vec![],
     };
     let staging = Staging::create(&root.join("bundles"), &draft).expect("staging");

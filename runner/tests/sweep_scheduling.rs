@@ -1,0 +1,398 @@
+//! How a sweep schedules a real agent's attempts, with scripted stand-ins for the model: the adaptive
+//! rule (two attempts per cell, five when they disagree, §8.2), the re-run of an excluded class with a
+//! new seed (§6.2), and gates before budget — the agent's no-server control and its null baselines run
+//! first (its stubbed-empty null is the agent itself with every call answered empty by the tap), and a
+//! gate that refuses stops its scored attempts, which the bundle records and the analysis publishes
+//! in the number's place.
+//!
+//! The server is the real `mcp-server-fetch` in the netns sandbox behind the real tap; the models are
+//! one scripted endpoint (Ollama's `/api/chat` format) whose policy is chosen by the model name. Needs
+//! the server installed (`cargo xtask test` does it) and root for the sandbox.
+
+use agentrank_schema::OutcomeClass;
+use agentrank_schema::bundle::{LoadedBundle, read_bundle, verify_bundle};
+use agentrank_schema::tape::{Dir, TapeLine, read_tape};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+fn agent_toml(id: &str) -> String {
+    format!(
+        "id = \"{id}\"\nkind = \"minimal-loop\"\nmodel = \"{id}:1\"\ntool_output_limit = 25000\n\
+         description = \"A scripted stand-in for a model, for the runner's scheduling tests.\"\n\n\
+         [settings]\nreasoning = \"off\"\n"
+    )
+}
+
+/// Requests that start an attempt (only the system and user messages), per model.
+type Starts = Arc<Mutex<BTreeMap<String, u32>>>;
+
+/// The reference code in a tool result (`AR-…`), if any.
+fn code_in(text: &str) -> Option<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|w| w.starts_with("AR-") && w.len() > 6)
+        .map(str::to_string)
+}
+
+/// The scripted models. `steady` fetches the address in the prompt and answers the code it read;
+/// `flip` does the same on its first attempt and answers a wrong code on its second; `flaky` fails
+/// its first request with HTTP 500 (an agent error, re-run with a new seed) and is then `steady`.
+/// With no tools attached every model gives up; with an empty tool result it says it found nothing.
+fn reply(req: &Value, starts: &Starts) -> Result<Value, ()> {
+    let model = req["model"].as_str().unwrap_or("").to_string();
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let fresh = messages
+        .iter()
+        .all(|m| m["role"] == "system" || m["role"] == "user");
+    let n = {
+        let mut s = starts.lock().expect("lock");
+        let e = s.entry(model.clone()).or_default();
+        if fresh {
+            *e += 1;
+        }
+        *e
+    };
+    if model.starts_with("flaky") && fresh && n == 1 {
+        return Err(());
+    }
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let tools = req["tools"].as_array().cloned().unwrap_or_default();
+    let mut message = json!({"role": "assistant", "content": ""});
+    if last["role"] == "tool" {
+        let said = last["content"].as_str().unwrap_or("");
+        message["content"] = match code_in(said) {
+            Some(_) if model.starts_with("flip") && n == 2 => "ANSWER: AR-0000000000".into(),
+            Some(code) => format!("Found it.\nANSWER: {code}").into(),
+            None => "The tool returned nothing.\nANSWER: FAILED - empty result".into(),
+        };
+    } else if let Some(tool) = tools.first() {
+        let url = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .and_then(|c| c.split_whitespace().find(|w| w.starts_with("http")))
+            .unwrap_or("")
+            .trim_end_matches(['.', ',', '?'])
+            .to_string();
+        message["tool_calls"] = json!([{"function": {
+            "name": tool["function"]["name"],
+            "arguments": {"url": url},
+        }}]);
+    } else {
+        message["content"] = "No tools are attached.\nANSWER: FAILED - no tools".into();
+    }
+    Ok(json!({
+        "model": req["model"],
+        "created_at": "2026-12-02T05:00:00.000000Z",
+        "message": message,
+        "done": true,
+        "done_reason": "stop",
+        "prompt_eval_count": 100,
+        "eval_count": 20,
+    }))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+/// Runs `sweep` (TOML) with the scripted agents against the real server; returns the sealed bundle's
+/// directory, the bundle and the requests the endpoint saw.
+fn run(
+    tmp: &Path,
+    sweep: &str,
+    agents: &[&str],
+) -> (PathBuf, LoadedBundle, Vec<Value>, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("root");
+    let cache = std::env::var("AGENTRANK_CACHE")
+        .map(|c| Path::new(&c).join("agentrank"))
+        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let roster = tmp.join("roster");
+    copy_dir(&root.join("roster"), &roster);
+    for a in agents {
+        std::fs::write(roster.join(format!("agents/{a}.toml")), agent_toml(a)).expect("agent");
+    }
+    let sweep_file = tmp.join("sweep.toml");
+    std::fs::write(&sweep_file, sweep).expect("sweep");
+    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+    let base = format!("http://{}", server.server_addr().to_ip().expect("ip"));
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let starts: Starts = Arc::default();
+    let (srv, log) = (server.clone(), seen.clone());
+    let thread = std::thread::spawn(move || {
+        while let Ok(mut rq) = srv.recv() {
+            let mut body = String::new();
+            let _ = rq.as_reader().read_to_string(&mut body);
+            let req: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            log.lock().expect("lock").push(req.clone());
+            let _ = match reply(&req, &starts) {
+                Ok(v) => rq.respond(tiny_http::Response::from_string(v.to_string())),
+                Err(()) => rq.respond(
+                    tiny_http::Response::from_string("{\"error\":\"model crashed\"}")
+                        .with_status_code(500),
+                ),
+            };
+        }
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+        .current_dir(root)
+        .arg("sweep")
+        .arg(&sweep_file)
+        .arg("--out")
+        .arg(tmp.join("out"))
+        .arg("--roster")
+        .arg(&roster)
+        .arg("--cache")
+        .arg(&cache)
+        .env("AGENTRANK_OLLAMA_URL", &base)
+        .output()
+        .expect("run sweep");
+    server.unblock();
+    let _ = thread.join();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "sweep failed: {stderr}");
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(verify_bundle(&dir).expect("verify").is_empty());
+    let b = read_bundle(&dir).expect("read");
+    let requests = seen.lock().expect("lock").clone();
+    (dir, b, requests, stderr)
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Two attempts when they agree, five when they disagree; an agent error is re-run with a new seed in
+/// the same slot and the re-run takes its place.
+#[test]
+fn the_adaptive_rule_and_reruns_run_for_a_real_agent() {
+    assert!(is_root(), "the netns sandbox needs root");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sweep = r#"
+sweep_id = "scheduling-test"
+seed = 41
+agents = ["steady", "flip", "flaky"]
+attempts = "adaptive"
+isolation = "netns"
+probes = false
+no_server_control = false
+null_modes = false
+construct_batches = 0
+
+[timeouts]
+min_s = 90
+max_s = 90
+calibration_attempts = 0
+
+[[categories]]
+category = "web-fetch"
+servers = ["mcp-server-fetch"]
+tasks = ["wf-html-code"]
+"#;
+    let (_, b, _, _) = run(tmp.path(), sweep, &["steady", "flip", "flaky"]);
+    let of = |agent: &str| -> Vec<(i64, i64, OutcomeClass, i64)> {
+        let mut v: Vec<_> = b
+            .tables
+            .attempts
+            .iter()
+            .filter(|a| a.agent_id == agent)
+            .map(|a| (a.attempt_index, a.rerun_index, a.outcome, a.seed))
+            .collect();
+        v.sort();
+        v
+    };
+    // Agreement after two: stop.
+    let steady = of("steady");
+    assert_eq!(
+        steady.iter().map(|x| (x.0, x.1, x.2)).collect::<Vec<_>>(),
+        vec![(0, 0, OutcomeClass::Pass), (1, 0, OutcomeClass::Pass)],
+        "{steady:?}"
+    );
+    // Disagreement after two: five attempts.
+    let flip = of("flip");
+    assert_eq!(flip.len(), 5, "{flip:?}");
+    assert_eq!(
+        flip.iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4]
+    );
+    assert_eq!((flip[0].2, flip[1].2), (OutcomeClass::Pass, OutcomeClass::Fail));
+    // An excluded class in slot 0 is re-run with a new seed; two countable attempts then agree.
+    let flaky = of("flaky");
+    assert_eq!(
+        flaky.iter().map(|x| (x.0, x.1, x.2)).collect::<Vec<_>>(),
+        vec![
+            (0, 0, OutcomeClass::AgentError),
+            (0, 1, OutcomeClass::Pass),
+            (1, 0, OutcomeClass::Pass)
+        ],
+        "{flaky:?}"
+    );
+    assert_ne!(flaky[0].3, flaky[1].3, "the re-run has a seed of its own");
+    let rerun = b
+        .tables
+        .attempts
+        .iter()
+        .find(|a| a.agent_id == "flaky" && a.rerun_index == 1)
+        .expect("re-run");
+    let first = b
+        .tables
+        .attempts
+        .iter()
+        .find(|a| a.agent_id == "flaky" && a.rerun_index == 0 && a.attempt_index == 0)
+        .expect("first try");
+    assert_eq!(rerun.rerun_of.as_deref(), Some(first.attempt_id.as_str()));
+    // The manifest carries every agent configuration that ran, with the model id it reported.
+    for agent in ["steady", "flip", "flaky"] {
+        let c = &b.manifest.draft.agent_configs[agent];
+        assert_eq!(c["model"], format!("{agent}:1"));
+        assert_eq!(c["kind"], "minimal-loop");
+        assert_eq!(c["settings"]["reasoning"], "off");
+        assert_eq!(c["model_ids_reported"], json!([format!("{agent}:1")]));
+        assert!(c["program_version"].as_str().is_some_and(|v| !v.is_empty()));
+    }
+}
+
+/// The agent's controls and nulls run before its scored attempts; on a suite too small to publish the
+/// leak/surface gate refuses, so the scored attempts never run, the manifest says which gate stopped
+/// them, and the analysis puts the refusal in the number's place.
+#[test]
+fn a_gate_before_budget_skips_the_agents_scored_attempts() {
+    assert!(is_root(), "the netns sandbox needs root");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sweep = r#"
+sweep_id = "gates-before-budget-test"
+seed = 43
+agents = ["steady", "random-args"]
+attempts = "adaptive"
+isolation = "netns"
+probes = false
+construct_batches = 0
+
+[timeouts]
+min_s = 90
+max_s = 90
+calibration_attempts = 0
+
+[[categories]]
+category = "web-fetch"
+servers = ["mcp-server-fetch"]
+tasks = ["wf-html-code", "wf-heading"]
+"#;
+    let (dir, b, requests, stderr) = run(tmp.path(), sweep, &["steady"]);
+    assert!(stderr.contains("gates before budget"), "{stderr}");
+    let control_kind: BTreeMap<&str, &str> = b
+        .tables
+        .controls
+        .iter()
+        .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
+        .collect();
+    let steady: Vec<_> = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| a.agent_id == "steady")
+        .collect();
+    // Its no-server control (= its no-tools null) and its stubbed-empty null ran, nothing else.
+    let kinds: Vec<&str> = steady
+        .iter()
+        .map(|a| control_kind.get(a.attempt_id.as_str()).copied().unwrap_or("scored"))
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "no-server").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "null-stubbed-empty").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert!(!kinds.contains(&"scored"), "no scored attempt ran: {kinds:?}");
+    // The stubbed-empty null is the agent with the server's real tools listed and its call answered
+    // empty by the tap, never reaching the server.
+    let stubbed = steady
+        .iter()
+        .find(|a| control_kind.get(a.attempt_id.as_str()) == Some(&"null-stubbed-empty"))
+        .expect("a stubbed-empty run");
+    assert_eq!(stubbed.server_id, "mcp-server-fetch");
+    let wire = read_tape(&dir.join(&stubbed.tape_mcp_path)).expect("wire tape");
+    let meta = format!("{:?}", wire.first());
+    assert!(meta.contains("stub"), "{meta}");
+    let mut call_id = None;
+    let mut answered_empty = false;
+    for l in &wire {
+        if let TapeLine::Message(w) = l {
+            let v: Value = serde_json::from_str(&w.raw).unwrap_or(Value::Null);
+            if w.dir == Dir::In && v["method"] == "tools/call" {
+                call_id = Some(v["id"].clone());
+            }
+            if w.dir == Dir::Out && call_id.is_some() && v["id"] == *call_id.as_ref().unwrap_or(&Value::Null) {
+                answered_empty = v["result"]["content"] == json!([]);
+            }
+        }
+    }
+    assert!(call_id.is_some() && answered_empty, "{wire:#?}");
+    assert!(
+        requests.iter().any(|r| r["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "fetch"))),
+        "the agent saw the server's real tool list"
+    );
+    // The built-in random-args program ran (its random-arguments null).
+    assert!(b.tables.attempts.iter().any(|a| a.agent_id == "random-args"));
+    // The manifest records the gate that stopped the scored attempts.
+    let gates = &b.manifest.draft.budget_gates;
+    assert_eq!(gates.len(), 1, "{gates:#?}");
+    let g = &gates[0];
+    assert_eq!(
+        (g.category.as_str(), g.agent_id.as_str(), g.refused_by.as_deref()),
+        ("web-fetch", "steady", Some("leak"))
+    );
+    assert_eq!(g.verdict, "INSUFFICIENT_SURFACE");
+    assert_eq!(g.skipped_slots, 10, "2 tasks × 5 adaptive slots");
+    // The analysis publishes the refusal where the number would be.
+    let input = agentrank_analyze::load::load_input(&dir).expect("load");
+    let cfg = agentrank_analyze::analysis::Config {
+        resamples: 200,
+        ..Default::default()
+    };
+    let out = agentrank_analyze::analysis::analyze(&[input], &cfg).expect("analyze");
+    let rows: Vec<_> = out
+        .completion
+        .iter()
+        .filter(|r| r.agent == "steady" && r.view == "headline")
+        .collect();
+    assert_eq!(rows.len(), 1, "one refused cell per server: {rows:#?}");
+    let r = rows[0];
+    assert_eq!(
+        (
+            r.server.as_str(),
+            r.status.as_str(),
+            r.refusal_outcome.as_deref()
+        ),
+        ("mcp-server-fetch", "REFUSED", Some("INSUFFICIENT_SURFACE"))
+    );
+    assert_eq!(r.point, None, "no number where the gate refused");
+    let gate = out
+        .gates
+        .iter()
+        .find(|g| g.agent.as_deref() == Some("steady") && g.outcome == "INSUFFICIENT_SURFACE")
+        .expect("the budget gate's row");
+    assert!(
+        gate.explanation.contains("Checked before the agent's scored attempts"),
+        "{}",
+        gate.explanation
+    );
+}
