@@ -43,9 +43,15 @@ fn code_in(text: &str) -> Option<String> {
 fn reply(req: &Value, starts: &Starts) -> Result<Value, ()> {
     let model = req["model"].as_str().unwrap_or("").to_string();
     let messages = req["messages"].as_array().cloned().unwrap_or_default();
-    let fresh = messages
+    // The tool-definition-token measurement (a one-word "Hello" prompt before the first smoke
+    // attempt) is not an attempt.
+    let measurement = messages
         .iter()
-        .all(|m| m["role"] == "system" || m["role"] == "user");
+        .any(|m| m["role"] == "user" && m["content"] == "Hello");
+    let fresh = !measurement
+        && messages
+            .iter()
+            .all(|m| m["role"] == "system" || m["role"] == "user");
     let n = {
         let mut s = starts.lock().expect("lock");
         let e = s.entry(model.clone()).or_default();
