@@ -375,10 +375,76 @@ struct ProgressLine {
     /// Cells in the run and cells finished.
     total: usize,
     done: usize,
-    /// Cells finished by this run (not found staged by an earlier one): the pace of the estimate.
-    done_here: usize,
+    /// Per agent: cells not finished yet, and the seconds and count of the cells this run finished
+    /// itself (cells an earlier run staged take no time and would flatter the pace).
+    pace: BTreeMap<String, AgentPace>,
+    /// Cells run at the same time: each cell's wall time includes waiting for the others.
+    jobs: usize,
     attempts: usize,
     started: Instant,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct AgentPace {
+    remaining: usize,
+    secs: f64,
+    done_here: usize,
+}
+
+impl ProgressLine {
+    fn new(cells: &[&PlannedAttempt], tty: bool, jobs: usize) -> ProgressLine {
+        let mut pace: BTreeMap<String, AgentPace> = BTreeMap::new();
+        for c in cells {
+            pace.entry(c.agent_id.clone()).or_default().remaining += 1;
+        }
+        ProgressLine {
+            tty,
+            total: cells.len(),
+            done: 0,
+            pace,
+            jobs: jobs.max(1),
+            attempts: 0,
+            started: Instant::now(),
+        }
+    }
+
+    fn cell_done(&mut self, agent: &str, secs: f64, ran_here: bool) {
+        self.done += 1;
+        let p = self.pace.entry(agent.to_string()).or_default();
+        p.remaining = p.remaining.saturating_sub(1);
+        if ran_here {
+            p.secs += secs;
+            p.done_here += 1;
+        }
+    }
+
+    /// The time left: each agent's remaining cells at that agent's own pace so far (an agent with no
+    /// finished cell yet at the pace of all agents together), `jobs` cells at a time. `None` until a
+    /// cell has finished.
+    fn time_left(&self) -> Option<f64> {
+        let (secs, n) = self
+            .pace
+            .values()
+            .fold((0.0, 0usize), |(s, n), p| (s + p.secs, n + p.done_here));
+        if n == 0 {
+            return None;
+        }
+        let overall = secs / n as f64;
+        Some(
+            self.pace
+                .values()
+                .map(|p| {
+                    let per = if p.done_here > 0 {
+                        p.secs / p.done_here as f64
+                    } else {
+                        overall
+                    };
+                    per * p.remaining as f64
+                })
+                .sum::<f64>()
+                / self.jobs as f64,
+        )
+    }
 }
 
 impl ProgressLine {
@@ -391,7 +457,7 @@ impl ProgressLine {
             self.total,
             self.attempts,
             elapsed,
-            time_left(elapsed, self.done_here, self.total.saturating_sub(self.done)),
+            time_left(self.time_left()),
             slot.category,
             if slot.server_id.is_empty() {
                 "(no server)"
@@ -418,13 +484,12 @@ impl ProgressLine {
     }
 }
 
-/// The estimate of time left for `remaining` cells at the pace of the `done_here` cells this run
-/// finished in `elapsed` seconds (cells an earlier run staged are not counted in the pace).
-fn time_left(elapsed: f64, done_here: usize, remaining: usize) -> String {
-    if done_here == 0 {
+/// The estimate in words.
+fn time_left(left: Option<f64>) -> String {
+    let Some(left) = left else {
         return "time left: estimating".into();
-    }
-    let left = (elapsed / done_here as f64 * remaining as f64).round() as u64;
+    };
+    let left = left.round() as u64;
     if left >= 3600 {
         format!("about {}h{:02}m left", left / 3600, (left % 3600) / 60)
     } else if left >= 60 {
@@ -860,14 +925,15 @@ pub fn execute(
         .into_iter()
         .filter(|(_, slots)| slots.first().is_some_and(|s| select(s)))
         .collect();
-    let progress = std::sync::Mutex::new(ProgressLine {
-        tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        total: cells.len(),
-        done: 0,
-        done_here: 0,
-        attempts: 0,
-        started: Instant::now(),
-    });
+    let firsts: Vec<&PlannedAttempt> = cells
+        .iter()
+        .filter_map(|(_, s)| s.first().copied())
+        .collect();
+    let progress = std::sync::Mutex::new(ProgressLine::new(
+        &firsts,
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        opts.jobs,
+    ));
     let outcomes: std::sync::Mutex<BTreeMap<String, usize>> = Default::default();
     let resumed = std::sync::atomic::AtomicUsize::new(0);
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -887,6 +953,7 @@ pub fn execute(
                         break;
                     }
                     let mut local_resumed = 0;
+                    let cell_started = Instant::now();
                     match run_cell(&env, &rt, sweep, slots, &progress, &mut local_resumed) {
                         Ok(got) => {
                             resumed.fetch_add(local_resumed, std::sync::atomic::Ordering::SeqCst);
@@ -900,10 +967,11 @@ pub fn execute(
                             let mut p = progress
                                 .lock()
                                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            p.done += 1;
-                            if local_resumed == 0 {
-                                p.done_here += 1;
-                            }
+                            p.cell_done(
+                                slots.first().map_or("", |s| s.agent_id.as_str()),
+                                cell_started.elapsed().as_secs_f64(),
+                                local_resumed == 0,
+                            );
                         }
                         Err(e) => {
                             let mut f = failed
@@ -1052,11 +1120,17 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         )));
     }
     let staging = open_or_create_staging(&opts.out_dir, &file)?;
+    note_resume(&staging, &file.plan)?;
     calibrate_into(opts, &specs, &file.plan, &staging)?;
     // Gates before budget: the no-server control and the null baselines first, then the gates they
     // decide, then only the scored attempts of the (category, agent) pairs no gate refused.
-    let (mut outcomes, mut resumed) =
-        execute(opts, &specs, &file.plan, &staging, &crate::budget_gates::is_gate_slot)?;
+    let (mut outcomes, mut resumed) = execute(
+        opts,
+        &specs,
+        &file.plan,
+        &staging,
+        &crate::budget_gates::is_gate_slot,
+    )?;
     let refused = crate::budget_gates::check_budget_gates(&specs, &file.plan, &staging)?;
     let (more, more_resumed) = execute(opts, &specs, &file.plan, &staging, &|s| {
         !matches!(s.kind, SlotKind::Calibration | SlotKind::ConstructExtension)
@@ -1077,6 +1151,31 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         outcomes,
         void,
     })
+}
+
+/// A sweep resumed from a staging area that already holds attempts says so in its manifest: when,
+/// with which runner commit and on what machine (the draft's environment fingerprint is the first
+/// run's).
+fn note_resume(staging: &Staging, plan: &Plan) -> Result<(), SweepError> {
+    let staged = staging.staged_ids()?.len();
+    if staged == 0 {
+        return Ok(());
+    }
+    let mut draft = staging.draft()?;
+    let env = environment_fingerprint(
+        BackendKind::parse(&plan.sweep.isolation).unwrap_or(BackendKind::None),
+    );
+    draft.notes.push(format!(
+        "resumed {} with {staged} units staged, runner commit {}, environment {}",
+        rfc3339_now(),
+        git_commit(),
+        env.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    staging.replace_draft(&draft)?;
+    Ok(())
 }
 
 /// Adds the model ids each agent reported (from its staged attempts) to its manifest configuration.
@@ -1279,4 +1378,43 @@ pub fn merge(
         outcomes,
         void,
     })
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    fn cell(agent: &str) -> PlannedAttempt {
+        PlannedAttempt {
+            attempt_id: String::new(),
+            kind: SlotKind::Scored,
+            category: "web-fetch".into(),
+            server_id: "s".into(),
+            server_version: String::new(),
+            agent_id: agent.into(),
+            model_id: String::new(),
+            task_id: "t".into(),
+            task_version: String::new(),
+            attempt_index: 0,
+            seed: 0,
+        }
+    }
+
+    /// Each agent's remaining cells at its own pace, cells staged by an earlier run left out of the
+    /// pace, `jobs` cells at a time.
+    #[test]
+    fn time_left_weighs_each_agents_cells_at_its_own_pace() {
+        let (model, fast) = (cell("model"), cell("reference"));
+        let cells = vec![&model, &model, &model, &fast, &fast, &fast];
+        let mut p = ProgressLine::new(&cells, false, 2);
+        assert_eq!(p.time_left(), None);
+        assert_eq!(time_left(None), "time left: estimating");
+        p.cell_done("model", 100.0, true);
+        p.cell_done("reference", 2.0, true);
+        p.cell_done("reference", 0.0, false); // staged earlier: not part of the pace
+        // 2 model cells × 100 s + 1 reference cell × 2 s, two at a time.
+        assert_eq!(p.time_left(), Some(101.0));
+        assert_eq!(time_left(p.time_left()), "about 1m41s left");
+        assert_eq!(time_left(Some(7500.0)), "about 2h05m left");
+    }
 }
