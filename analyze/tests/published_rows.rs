@@ -286,11 +286,7 @@ fn scored_rows_latency_is_per_server_and_agent() {
             .find(|r| r.server == server && r.tool.is_none() && r.agent.as_deref() == agent)
             .unwrap_or_else(|| panic!("a latency row for {agent:?}"))
     };
-    let (fast, slow, pooled) = (
-        row(Some(&agents[0])),
-        row(Some(&agents[1])),
-        row(None),
-    );
+    let (fast, slow, pooled) = (row(Some(&agents[0])), row(Some(&agents[1])), row(None));
     assert_eq!((fast.median_ms, fast.p95_ms), (Some(10.0), Some(10.0)));
     assert_eq!((slow.median_ms, slow.p95_ms), (Some(1000.0), Some(1000.0)));
     assert_eq!(fast.calls as usize, n_each);

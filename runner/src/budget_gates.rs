@@ -50,7 +50,11 @@ fn final_attempt(
             crate::plan::rerun_slot(&plan.sweep, slot, rerun)
         };
         if staging.is_staged(&s.attempt_id)
-            && let Some(a) = staging.read_unit(&s.attempt_id)?.attempts.into_iter().next()
+            && let Some(a) = staging
+                .read_unit(&s.attempt_id)?
+                .attempts
+                .into_iter()
+                .next()
         {
             last = Some(a);
         }
@@ -303,7 +307,10 @@ pub fn check_budget_gates(
 mod tests {
     use super::*;
 
-    fn attempt(task: &str, outcome: agentrank_schema::OutcomeClass) -> (&str, agentrank_schema::OutcomeClass) {
+    fn attempt(
+        task: &str,
+        outcome: agentrank_schema::OutcomeClass,
+    ) -> (&str, agentrank_schema::OutcomeClass) {
         (task, outcome)
     }
 
@@ -322,7 +329,10 @@ mod tests {
         ];
         // a: 1/2, b: 1/1, c: none → (0.5 + 1.0) / 2.
         assert_eq!(pooled_completion(runs, &tasks), Some(0.75));
-        assert_eq!(pooled_completion([attempt("c", HarnessError)], &tasks), None);
+        assert_eq!(
+            pooled_completion([attempt("c", HarnessError)], &tasks),
+            None
+        );
     }
 
     fn nulls(values: [Option<f64>; 3]) -> BTreeMap<String, Option<f64>> {

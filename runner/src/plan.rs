@@ -240,7 +240,11 @@ pub fn make_plan(
                 .iter()
                 .filter(|t| t.class == TaskClass::Core)
                 .collect();
-            for agent in sweep.agents.iter().filter(|a| !BUILTIN_AGENTS.contains(&a.as_str())) {
+            for agent in sweep
+                .agents
+                .iter()
+                .filter(|a| !BUILTIN_AGENTS.contains(&a.as_str()))
+            {
                 let model = model_of(roster, agent)?;
                 for (i, task) in core_tasks.iter().enumerate() {
                     let server_id = &block.servers[i % block.servers.len()];

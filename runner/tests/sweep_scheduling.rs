@@ -114,11 +114,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Runs `sweep` (TOML) with the scripted agents against the real server; returns the sealed bundle's
 /// directory, the bundle and the requests the endpoint saw.
-fn run(
-    tmp: &Path,
-    sweep: &str,
-    agents: &[&str],
-) -> (PathBuf, LoadedBundle, Vec<Value>, String) {
+fn run(tmp: &Path, sweep: &str, agents: &[&str]) -> (PathBuf, LoadedBundle, Vec<Value>, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("root");
@@ -233,7 +229,10 @@ tasks = ["wf-html-code"]
         flip.iter().map(|x| x.0).collect::<Vec<_>>(),
         vec![0, 1, 2, 3, 4]
     );
-    assert_eq!((flip[0].2, flip[1].2), (OutcomeClass::Pass, OutcomeClass::Fail));
+    assert_eq!(
+        (flip[0].2, flip[1].2),
+        (OutcomeClass::Pass, OutcomeClass::Fail)
+    );
     // An excluded class in slot 0 is re-run with a new seed; two countable attempts then agree.
     let flaky = of("flaky");
     assert_eq!(
@@ -313,7 +312,12 @@ tasks = ["wf-html-code", "wf-heading"]
     // Its no-server control (= its no-tools null) and its stubbed-empty null ran, nothing else.
     let kinds: Vec<&str> = steady
         .iter()
-        .map(|a| control_kind.get(a.attempt_id.as_str()).copied().unwrap_or("scored"))
+        .map(|a| {
+            control_kind
+                .get(a.attempt_id.as_str())
+                .copied()
+                .unwrap_or("scored")
+        })
         .collect();
     assert_eq!(
         kinds.iter().filter(|k| **k == "no-server").count(),
@@ -325,7 +329,10 @@ tasks = ["wf-html-code", "wf-heading"]
         2,
         "{kinds:?}"
     );
-    assert!(!kinds.contains(&"scored"), "no scored attempt ran: {kinds:?}");
+    assert!(
+        !kinds.contains(&"scored"),
+        "no scored attempt ran: {kinds:?}"
+    );
     // The stubbed-empty null is the agent with the server's real tools listed and its call answered
     // empty by the tap, never reaching the server.
     let stubbed = steady
@@ -344,7 +351,10 @@ tasks = ["wf-html-code", "wf-heading"]
             if w.dir == Dir::In && v["method"] == "tools/call" {
                 call_id = Some(v["id"].clone());
             }
-            if w.dir == Dir::Out && call_id.is_some() && v["id"] == *call_id.as_ref().unwrap_or(&Value::Null) {
+            if w.dir == Dir::Out
+                && call_id.is_some()
+                && v["id"] == *call_id.as_ref().unwrap_or(&Value::Null)
+            {
                 answered_empty = v["result"]["content"] == json!([]);
             }
         }
@@ -357,13 +367,22 @@ tasks = ["wf-html-code", "wf-heading"]
         "the agent saw the server's real tool list"
     );
     // The built-in random-args program ran (its random-arguments null).
-    assert!(b.tables.attempts.iter().any(|a| a.agent_id == "random-args"));
+    assert!(
+        b.tables
+            .attempts
+            .iter()
+            .any(|a| a.agent_id == "random-args")
+    );
     // The manifest records the gate that stopped the scored attempts.
     let gates = &b.manifest.draft.budget_gates;
     assert_eq!(gates.len(), 1, "{gates:#?}");
     let g = &gates[0];
     assert_eq!(
-        (g.category.as_str(), g.agent_id.as_str(), g.refused_by.as_deref()),
+        (
+            g.category.as_str(),
+            g.agent_id.as_str(),
+            g.refused_by.as_deref()
+        ),
         ("web-fetch", "steady", Some("leak"))
     );
     assert_eq!(g.verdict, "INSUFFICIENT_SURFACE");
@@ -397,7 +416,8 @@ tasks = ["wf-html-code", "wf-heading"]
         .find(|g| g.agent.as_deref() == Some("steady") && g.outcome == "INSUFFICIENT_SURFACE")
         .expect("the budget gate's row");
     assert!(
-        gate.explanation.contains("Checked before the agent's scored attempts"),
+        gate.explanation
+            .contains("Checked before the agent's scored attempts"),
         "{}",
         gate.explanation
     );

@@ -1015,7 +1015,7 @@ pub fn run_attempt(
                                         &id,
                                         slot.kind == SlotKind::NullStubbedEmpty,
                                     )
-                                        .map_err(|e| setup(&id, e))?;
+                                    .map_err(|e| setup(&id, e))?;
                                     match run_external(
                                         env,
                                         rt,

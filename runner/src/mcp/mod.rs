@@ -67,7 +67,10 @@ where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    run_tap_stubbing(client_in, client_out, out, command, attempt_id, grace, false).await
+    run_tap_stubbing(
+        client_in, client_out, out, command, attempt_id, grace, false,
+    )
+    .await
 }
 
 /// [`run_tap`], and with `stub_tool_calls` the tap of the stubbed-empty null baseline: every
