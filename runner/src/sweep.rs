@@ -704,6 +704,30 @@ fn headline(o: OutcomeClass) -> Option<bool> {
     o.headline_pass()
 }
 
+/// Before an attempt of an agent on a managed local model: if the model server's process has ended
+/// (a crash, the out-of-memory killer), start it again on the same port. The attempt that was using
+/// it when it died ended as an agent error (a re-run class), so its re-run finds the server back. A
+/// server that cannot be started again stops the sweep with the reason; what is staged is kept.
+fn revive_managed(env: &AttemptEnv, agent: &str) -> Result<(), SweepError> {
+    let uses_managed = env
+        .roster
+        .agents
+        .get(agent)
+        .is_some_and(|a| a.settings.get("endpoint").map(String::as_str) == Some("managed"));
+    if let (true, Some(models)) = (uses_managed, env.managed) {
+        let mut models = models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for line in models
+            .revive()
+            .map_err(|e| SweepError::Setup(format!("managed model server: {e}")))?
+        {
+            eprintln!("{line}");
+        }
+    }
+    Ok(())
+}
+
 /// Runs a cell's slots under the attempt rule; returns the outcomes of its staged attempts.
 fn run_cell(
     env: &AttemptEnv,
@@ -745,6 +769,7 @@ fn run_cell(
                     .report(&current, o.as_str(), 0.0, true);
                 o
             } else {
+                revive_managed(env, &current.agent_id)?;
                 let unit = run_attempt(env, rt, &current, rerun, rerun_of.clone())?;
                 let o = unit
                     .attempts
@@ -878,7 +903,7 @@ pub fn execute(
         .filter(|s| select(s))
         .map(|s| s.agent_id.as_str())
         .collect();
-    let _managed = crate::agents::managed::start_for_agents(
+    let managed = crate::agents::managed::start_for_agents(
         &opts.roster_dir,
         selected_agents
             .iter()
@@ -889,7 +914,8 @@ pub fn execute(
     )
     .map_err(|e| SweepError::Setup(format!("managed model server: {e}")))?;
     let mut operator_env = crate::agents::operator::process_env();
-    _managed.publish(&mut operator_env);
+    managed.publish(&mut operator_env);
+    let managed = std::sync::Mutex::new(managed);
     let env = AttemptEnv {
         bundle_id: sweep.bundle_id(),
         sweep_id: sweep.sweep_id.clone(),
@@ -914,6 +940,7 @@ pub fn execute(
             &opts.cache_dir,
             &opts.out_dir,
         )),
+        managed: Some(&managed),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -633,3 +633,43 @@ fn install_names_the_package_and_the_pinned_hash_when_the_download_differs() {
     );
     assert!(!sdist.exists(), "the wrong download is removed");
 }
+
+/// A managed server whose process dies (a crash, the out-of-memory killer) is started again on the
+/// same port by `revive`, so the agents' endpoint does not change; a live one is left alone.
+#[test]
+fn a_managed_server_that_died_is_started_again_on_the_same_port() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let installed = fake_install(dir.path(), 1);
+    let opts = StartOptions::new(dir.path().join("server.log"));
+    let server = ManagedServer::start(&installed, &opts).expect("starts");
+    let url = server.base_url.clone();
+    let first = server.pid();
+    let mut sweep = managed::SweepModels {
+        servers: vec![server],
+    };
+    assert!(
+        sweep.revive().expect("alive").is_empty(),
+        "a live server is left alone"
+    );
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(first),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    assert!(gone_within(first as u32, Duration::from_secs(5)), "killed");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sweep.servers[0].exit_status().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let said = sweep.revive().expect("started again");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("started again"), "{}", said[0]);
+    let server = &sweep.servers[0];
+    assert_eq!(server.base_url, url, "the same endpoint");
+    assert_ne!(server.pid(), first, "a new process");
+    assert_eq!(server.restarts, 1);
+    let health = url.trim_end_matches("/v1").to_string() + "/health";
+    let ok = ureq::get(&health).call().map(|r| r.status().as_u16());
+    assert_eq!(ok.ok(), Some(200), "serving again");
+    drop(sweep);
+}

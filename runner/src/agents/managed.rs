@@ -634,6 +634,12 @@ pub struct ManagedServer {
     pub log: PathBuf,
     exited: Arc<Mutex<Option<String>>>,
     keeper: Option<std::thread::JoinHandle<()>>,
+    /// What it was started from, to start it again on the same port if it dies ([`Self::revive`]).
+    installed: InstalledModel,
+    opts: StartOptions,
+    port: u16,
+    /// How many times it was started again after it had exited.
+    pub restarts: u32,
 }
 
 fn get(url: &str, timeout: Duration) -> Result<(u16, String), String> {
@@ -665,17 +671,50 @@ impl ManagedServer {
         installed: &InstalledModel,
         opts: &StartOptions,
     ) -> Result<ManagedServer, ManagedError> {
-        let pin = &installed.pin;
-        let meminfo = std::fs::read_to_string(&opts.meminfo).map_err(io_err(&opts.meminfo))?;
-        memory_guard(&pin.id, pin.memory_mib, &meminfo)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| ManagedError::Start(format!("no free loopback port: {e}")))?
             .port();
+        Self::start_on(installed, opts, port, false)
+    }
+
+    /// Whether it is still serving; if its process has ended (a crash, the kernel's out-of-memory
+    /// killer), starts it again on the same port, so the agents' endpoint does not change, and returns
+    /// how it had ended. The attempt that was talking to it when it died ends as an agent error, a
+    /// re-run class, and its re-run finds the server back. Blocking while the model loads.
+    pub fn revive(&mut self) -> Result<Option<String>, ManagedError> {
+        let Some(status) = self.exit_status() else {
+            return Ok(None);
+        };
+        if let Some(keeper) = self.keeper.take() {
+            let _ = keeper.join();
+        }
+        let fresh = Self::start_on(&self.installed, &self.opts, self.port, true)?;
+        let restarts = self.restarts + 1;
+        *self = fresh;
+        self.restarts = restarts;
+        Ok(Some(status))
+    }
+
+    fn start_on(
+        installed: &InstalledModel,
+        opts: &StartOptions,
+        port: u16,
+        append_log: bool,
+    ) -> Result<ManagedServer, ManagedError> {
+        let pin = &installed.pin;
+        let meminfo = std::fs::read_to_string(&opts.meminfo).map_err(io_err(&opts.meminfo))?;
+        memory_guard(&pin.id, pin.memory_mib, &meminfo)?;
         if let Some(parent) = opts.log.parent() {
             std::fs::create_dir_all(parent).map_err(io_err(parent))?;
         }
-        let log = std::fs::File::create(&opts.log).map_err(io_err(&opts.log))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append_log)
+            .truncate(!append_log)
+            .open(&opts.log)
+            .map_err(io_err(&opts.log))?;
         let log_err = log.try_clone().map_err(io_err(&opts.log))?;
         // setpriv (util-linux) arms the parent-death signal (SIGKILL) and execs the server; the
         // server leads its own process group, so stopping it reaches anything it started.
@@ -744,6 +783,10 @@ impl ManagedServer {
             log: opts.log.clone(),
             exited,
             keeper: Some(keeper),
+            installed: installed.clone(),
+            opts: opts.clone(),
+            port,
+            restarts: 0,
         };
         server.wait_healthy(port, opts.health_timeout)?;
         server.check_model(port)?;
@@ -843,6 +886,21 @@ pub struct SweepModels {
 }
 
 impl SweepModels {
+    /// Starts again every server whose process has ended ([`ManagedServer::revive`]); returns one line
+    /// per server it started again.
+    pub fn revive(&mut self) -> Result<Vec<String>, ManagedError> {
+        let mut said = Vec::new();
+        for s in &mut self.servers {
+            if let Some(status) = s.revive()? {
+                said.push(format!(
+                    "{}: the managed model server had exited ({status}); started again on {} (restart {})",
+                    s.model, s.base_url, s.restarts
+                ));
+            }
+        }
+        Ok(said)
+    }
+
     /// Adds each server's URL to the operator environment under
     /// [`super::operator::managed_url_key`].
     pub fn publish(&self, env: &mut BTreeMap<String, String>) {

@@ -174,6 +174,9 @@ pub struct AttemptEnv<'a> {
     /// The runner's environment, where external agents' machine-specific settings come from
     /// ([`crate::agents::operator`]).
     pub operator_env: crate::agents::operator::OperatorEnv,
+    /// The managed local model servers the sweep started, revived before an attempt of an agent
+    /// that uses one if their process has ended.
+    pub managed: Option<&'a std::sync::Mutex<crate::agents::managed::SweepModels>>,
 }
 
 impl AttemptEnv<'_> {
