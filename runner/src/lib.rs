@@ -15,11 +15,13 @@
 //! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) |
 //! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function |
 //! | [`plan`] | the canonical, content-addressed plan of a sweep |
+//! | [`construct`] | the construct gate's registered extension batches: when a sweep needs one, running it |
 
 pub mod agents;
 pub mod attempt;
 pub mod catalog;
 pub mod classify;
+pub mod construct;
 pub mod dataset;
 pub mod fixture_host;
 pub mod mcp;

@@ -434,7 +434,7 @@ fn calibrate_into(
 }
 
 /// The staged attempts of a slot and its re-runs.
-fn staged_attempts(
+pub(crate) fn staged_attempts(
     plan: &Plan,
     staging: &Staging,
     slot: &PlannedAttempt,
@@ -451,90 +451,6 @@ fn staged_attempts(
         }
     }
     Ok(out)
-}
-
-/// The construct gate's registered extension batches (Fitness Report): after the scored attempts,
-/// while the gate on the reference agent × reference server resolves neither way, run the next batch
-/// (one more attempt per core task). The gate is the analysis's own, fed the trials staged so far:
-/// batch 0 is the reference agent's scored attempts on the reference server.
-fn extend_construct(
-    opts: &SweepOptions,
-    specs: &Specs,
-    plan: &Plan,
-    staging: &Staging,
-) -> Result<(), SweepError> {
-    use agentrank_analyze::gates::{ConstructRegistration, Trial, construct_gate};
-    let sweep = &plan.sweep;
-    let trial = |a: &agentrank_schema::records::AttemptRecord| match a.outcome.headline_pass() {
-        Some(true) => Trial::Pass,
-        Some(false) => Trial::Fail,
-        None => Trial::Error,
-    };
-    let categories: std::collections::BTreeSet<&str> = plan
-        .attempts
-        .iter()
-        .filter(|s| s.kind == SlotKind::ConstructExtension)
-        .map(|s| s.category.as_str())
-        .collect();
-    for batch in 1..=sweep.construct_batches {
-        let mut needed: Vec<&str> = Vec::new();
-        for category in &categories {
-            let extension: Vec<&PlannedAttempt> = plan
-                .attempts
-                .iter()
-                .filter(|s| s.kind == SlotKind::ConstructExtension && s.category == *category)
-                .collect();
-            let Some(reference) = extension.first().map(|s| s.server_id.as_str()) else {
-                continue;
-            };
-            let core: std::collections::BTreeSet<&str> =
-                extension.iter().map(|s| s.task_id.as_str()).collect();
-            let mut batches: Vec<(usize, Vec<Trial>)> = Vec::new();
-            let mut zero = Vec::new();
-            for s in plan.attempts.iter().filter(|s| {
-                s.kind == SlotKind::Scored
-                    && s.category == *category
-                    && s.agent_id == "reference"
-                    && s.server_id == reference
-                    && core.contains(s.task_id.as_str())
-            }) {
-                zero.extend(staged_attempts(plan, staging, s)?.iter().map(trial));
-            }
-            batches.push((core.len(), zero));
-            for b in 1..batch {
-                let mut trials = Vec::new();
-                for s in extension.iter().filter(|s| s.attempt_index == b) {
-                    trials.extend(staged_attempts(plan, staging, s)?.iter().map(trial));
-                }
-                batches.push((core.len(), trials));
-            }
-            let g = construct_gate(
-                reference,
-                &batches,
-                ConstructRegistration {
-                    max_batches: sweep.construct_batches,
-                },
-                Vec::new(),
-            );
-            if g.reason == "registered_extension_not_run" {
-                needed.push(category);
-            }
-        }
-        if needed.is_empty() {
-            break;
-        }
-        eprintln!(
-            "construct gate: {} resolve(s) neither way; extension batch {batch} of {}",
-            needed.join(", "),
-            sweep.construct_batches
-        );
-        execute(opts, specs, plan, staging, &|s| {
-            s.kind == SlotKind::ConstructExtension
-                && s.attempt_index == batch
-                && needed.contains(&s.category.as_str())
-        })?;
-    }
-    Ok(())
 }
 
 fn headline(o: OutcomeClass) -> Option<bool> {
@@ -953,7 +869,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
     let (outcomes, resumed) = execute(opts, &specs, &file.plan, &staging, &|s| {
         !matches!(s.kind, SlotKind::Calibration | SlotKind::ConstructExtension)
     })?;
-    extend_construct(opts, &specs, &file.plan, &staging)?;
+    crate::construct::extend(opts, &specs, &file.plan, &staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
