@@ -16,6 +16,7 @@
 //! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function |
 //! | [`plan`] | the canonical, content-addressed plan of a sweep |
 //! | [`construct`] | the construct gate's registered extension batches: when a sweep needs one, running it |
+//! | [`scale_out`] | a sharded sweep's construct follow-up job and the merge's completeness check |
 
 pub mod agents;
 pub mod attempt;
@@ -30,6 +31,7 @@ pub mod redact;
 pub mod report;
 pub mod roster;
 pub mod sandbox;
+pub mod scale_out;
 pub mod sidecar;
 pub mod sweep;
 pub mod verify;

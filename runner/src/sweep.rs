@@ -881,7 +881,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
 }
 
 /// Opens the staging area of an interrupted run of the same plan, or creates it.
-fn open_or_create_staging(out_dir: &Path, file: &PlanFile) -> Result<Staging, SweepError> {
+pub(crate) fn open_or_create_staging(out_dir: &Path, file: &PlanFile) -> Result<Staging, SweepError> {
     let bundle_id = file.plan.sweep.bundle_id();
     match Staging::open(out_dir, &bundle_id) {
         Ok(s) => {
@@ -953,8 +953,8 @@ pub fn run_shard(
     let _lock = take_lock(&opts.out_dir)?;
     let staging = open_or_create_staging(&opts.out_dir, &file)?;
     let shards = file.plan.shards;
-    // Construct extension batches depend on every shard's reference attempts: a sharded sweep does not
-    // run them (the analysis then reports the registered batch as not run).
+    // Construct extension batches depend on every shard's reference attempts: the follow-up job runs
+    // them after the shards (`scale_out::run_construct_followup`).
     execute(opts, &specs, &file.plan, &staging, &|slot| {
         !matches!(
             slot.kind,
@@ -1044,6 +1044,8 @@ pub fn merge(
             missing.attempt_id, missing.agent_id, missing.server_id, missing.task_id
         )));
     }
+    // Every shard finished and every construct extension batch the gate needs run, or no seal.
+    crate::scale_out::check_complete(&file.plan, &staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
         bundle_dir,
