@@ -4,7 +4,7 @@
 //! after every shard (`crate::scale_out::run_construct_followup`), from the same staged trials, so both
 //! resolve the gate the same way.
 
-use crate::sweep::{SweepError, SweepOptions, Specs, execute, staged_attempts};
+use crate::sweep::{Specs, SweepError, SweepOptions, execute, staged_attempts};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::records::AttemptRecord;
 use agentrank_schema::sweep::{Plan, PlannedAttempt, SlotKind};

@@ -99,8 +99,7 @@ pub fn unfinished_by_shard(
         let Some(first) = slots.first() else {
             continue;
         };
-        if let Some(next) =
-            next_to_run(&plan.sweep, &slots, &mut |id| staged_outcome(staging, id))?
+        if let Some(next) = next_to_run(&plan.sweep, &slots, &mut |id| staged_outcome(staging, id))?
         {
             out.entry(shard_of(first, plan.shards))
                 .or_default()
@@ -143,9 +142,9 @@ pub fn check_complete(plan: &Plan, staging: &Staging) -> Result<(), SweepError> 
                 .filter(|s| s.attempt_index == batch)
                 .collect();
             for slot in slots {
-                if let Some(next) = next_to_run(&plan.sweep, &[slot], &mut |id| {
-                    staged_outcome(staging, id)
-                })? {
+                if let Some(next) =
+                    next_to_run(&plan.sweep, &[slot], &mut |id| staged_outcome(staging, id))?
+                {
                     return Err(SweepError::Setup(format!(
                         "merge: the construct gate of {category} resolves neither way and needs its registered extension batch {batch} of {}, which is not in the directories given (missing: {}): run `agentrank-run construct-extension --plan PLAN SHARD_DIR… --out DIR` after every shard and pass DIR to merge",
                         plan.sweep.construct_batches,
@@ -175,8 +174,8 @@ pub fn import_unit(from: &Staging, to: &Staging, id: &str) -> Result<bool, Sweep
     for a in &unit.attempts {
         for plane in [Plane::Mcp, Plane::Agent] {
             let src = from.tape_path(&a.attempt_id, plane);
-            let bytes =
-                std::fs::read(&src).map_err(|e| SweepError::Setup(format!("{}: {e}", src.display())))?;
+            let bytes = std::fs::read(&src)
+                .map_err(|e| SweepError::Setup(format!("{}: {e}", src.display())))?;
             agentrank_schema::bundle::write_atomic(&to.tape_path(&a.attempt_id, plane), &bytes)?;
         }
     }
@@ -370,17 +369,26 @@ servers = ["mcp-server-fetch"]
         let rerun = rerun_slot(&adaptive, cell[2], 1).attempt_id;
         assert_eq!(run(&staged), Some(rerun.clone()));
         staged.insert(rerun, Pass);
-        assert_eq!(run(&staged).as_deref(), Some("a3"), "the re-run finished a2");
+        assert_eq!(
+            run(&staged).as_deref(),
+            Some("a3"),
+            "the re-run finished a2"
+        );
         // Single: one slot, finished once staged.
         let single = sweep("single");
         let one = slots(&single, 1);
         let cell: Vec<&PlannedAttempt> = one.iter().collect();
         let mut staged = BTreeMap::new();
-        let mut next =
-            |s: &BTreeMap<String, OutcomeClass>| next_to_run::<()>(&single, &cell, &mut |id| {
-                Ok(s.get(id).copied())
-            });
-        assert_eq!(next(&staged).expect("pure").map(|s| s.attempt_id).as_deref(), Some("a0"));
+        let mut next = |s: &BTreeMap<String, OutcomeClass>| {
+            next_to_run::<()>(&single, &cell, &mut |id| Ok(s.get(id).copied()))
+        };
+        assert_eq!(
+            next(&staged)
+                .expect("pure")
+                .map(|s| s.attempt_id)
+                .as_deref(),
+            Some("a0")
+        );
         staged.insert("a0".to_string(), Fail);
         assert_eq!(next(&staged).expect("pure"), None);
     }

@@ -881,7 +881,10 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
 }
 
 /// Opens the staging area of an interrupted run of the same plan, or creates it.
-pub(crate) fn open_or_create_staging(out_dir: &Path, file: &PlanFile) -> Result<Staging, SweepError> {
+pub(crate) fn open_or_create_staging(
+    out_dir: &Path,
+    file: &PlanFile,
+) -> Result<Staging, SweepError> {
     let bundle_id = file.plan.sweep.bundle_id();
     match Staging::open(out_dir, &bundle_id) {
         Ok(s) => {
