@@ -379,7 +379,7 @@ servers = ["mcp-server-fetch"]
         let one = slots(&single, 1);
         let cell: Vec<&PlannedAttempt> = one.iter().collect();
         let mut staged = BTreeMap::new();
-        let mut next = |s: &BTreeMap<String, OutcomeClass>| {
+        let next = |s: &BTreeMap<String, OutcomeClass>| {
             next_to_run::<()>(&single, &cell, &mut |id| Ok(s.get(id).copied()))
         };
         assert_eq!(
