@@ -111,7 +111,24 @@ enum Command {
         #[command(flatten)]
         paths: Paths,
     },
-    /// Merge shard directories into one sealed, verified bundle.
+    /// The construct gate's follow-up job of a sharded sweep: once every shard has finished, gather the
+    /// reference agent's attempts from the shard directories and run the registered extension batches
+    /// the gate needs into OUT (resumable); pass OUT to `merge` with the shard directories.
+    ConstructExtension {
+        #[arg(long)]
+        plan: PathBuf,
+        /// Shard output directories (the calibration directory and OUT itself may be among them).
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "/usr/bin/chromium")]
+        chromium: String,
+        #[command(flatten)]
+        paths: Paths,
+    },
+    /// Merge shard directories into one sealed, verified bundle. Refuses while a shard has not finished
+    /// or the construct gate needs an extension batch that is not in the directories.
     Merge {
         #[arg(long)]
         plan: PathBuf,
@@ -335,6 +352,31 @@ fn calibrate(
     }
 }
 
+fn construct_extension(
+    plan: &std::path::Path,
+    shards: &[PathBuf],
+    out: &std::path::Path,
+    chromium: &str,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    match agentrank_runner::scale_out::run_construct_followup(
+        &options(plan, out, chromium, paths),
+        plan,
+        shards,
+    ) {
+        Ok(report) => {
+            eprintln!(
+                "construct follow-up: {} reference attempts gathered from the shards; {} extension attempts staged in {}",
+                report.gathered,
+                report.extension_attempts,
+                out.display()
+            );
+            Ok(Exit::Ok)
+        }
+        Err(e) => sweep_error(e),
+    }
+}
+
 fn merge(
     plan: &std::path::Path,
     shards: &[PathBuf],
@@ -525,6 +567,13 @@ fn main() -> ExitCode {
             out,
             paths,
         } => merge(p, shards, out, paths),
+        Command::ConstructExtension {
+            plan: p,
+            shards,
+            out,
+            chromium,
+            paths,
+        } => construct_extension(p, shards, out, chromium, paths),
         Command::Install {
             only,
             sweep: s,

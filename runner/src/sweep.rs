@@ -597,7 +597,7 @@ fn calibrate_into(
 }
 
 /// The staged attempts of a slot and its re-runs.
-fn staged_attempts(
+pub(crate) fn staged_attempts(
     plan: &Plan,
     staging: &Staging,
     slot: &PlannedAttempt,
@@ -614,90 +614,6 @@ fn staged_attempts(
         }
     }
     Ok(out)
-}
-
-/// The construct gate's registered extension batches (Fitness Report): after the scored attempts,
-/// while the gate on the reference agent × reference server resolves neither way, run the next batch
-/// (one more attempt per core task). The gate is the analysis's own, fed the trials staged so far:
-/// batch 0 is the reference agent's scored attempts on the reference server.
-fn extend_construct(
-    opts: &SweepOptions,
-    specs: &Specs,
-    plan: &Plan,
-    staging: &Staging,
-) -> Result<(), SweepError> {
-    use agentrank_analyze::gates::{ConstructRegistration, Trial, construct_gate};
-    let sweep = &plan.sweep;
-    let trial = |a: &agentrank_schema::records::AttemptRecord| match a.outcome.headline_pass() {
-        Some(true) => Trial::Pass,
-        Some(false) => Trial::Fail,
-        None => Trial::Error,
-    };
-    let categories: std::collections::BTreeSet<&str> = plan
-        .attempts
-        .iter()
-        .filter(|s| s.kind == SlotKind::ConstructExtension)
-        .map(|s| s.category.as_str())
-        .collect();
-    for batch in 1..=sweep.construct_batches {
-        let mut needed: Vec<&str> = Vec::new();
-        for category in &categories {
-            let extension: Vec<&PlannedAttempt> = plan
-                .attempts
-                .iter()
-                .filter(|s| s.kind == SlotKind::ConstructExtension && s.category == *category)
-                .collect();
-            let Some(reference) = extension.first().map(|s| s.server_id.as_str()) else {
-                continue;
-            };
-            let core: std::collections::BTreeSet<&str> =
-                extension.iter().map(|s| s.task_id.as_str()).collect();
-            let mut batches: Vec<(usize, Vec<Trial>)> = Vec::new();
-            let mut zero = Vec::new();
-            for s in plan.attempts.iter().filter(|s| {
-                s.kind == SlotKind::Scored
-                    && s.category == *category
-                    && s.agent_id == "reference"
-                    && s.server_id == reference
-                    && core.contains(s.task_id.as_str())
-            }) {
-                zero.extend(staged_attempts(plan, staging, s)?.iter().map(trial));
-            }
-            batches.push((core.len(), zero));
-            for b in 1..batch {
-                let mut trials = Vec::new();
-                for s in extension.iter().filter(|s| s.attempt_index == b) {
-                    trials.extend(staged_attempts(plan, staging, s)?.iter().map(trial));
-                }
-                batches.push((core.len(), trials));
-            }
-            let g = construct_gate(
-                reference,
-                &batches,
-                ConstructRegistration {
-                    max_batches: sweep.construct_batches,
-                },
-                Vec::new(),
-            );
-            if g.reason == "registered_extension_not_run" {
-                needed.push(category);
-            }
-        }
-        if needed.is_empty() {
-            break;
-        }
-        eprintln!(
-            "construct gate: {} resolve(s) neither way; extension batch {batch} of {}",
-            needed.join(", "),
-            sweep.construct_batches
-        );
-        execute(opts, specs, plan, staging, &|s| {
-            s.kind == SlotKind::ConstructExtension
-                && s.attempt_index == batch
-                && needed.contains(&s.category.as_str())
-        })?;
-    }
-    Ok(())
 }
 
 fn headline(o: OutcomeClass) -> Option<bool> {
@@ -1168,7 +1084,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, SweepError> {
         *outcomes.entry(k).or_default() += v;
     }
     resumed += more_resumed;
-    extend_construct(opts, &specs, &file.plan, &staging)?;
+    crate::construct::extend(opts, &specs, &file.plan, &staging)?;
     record_reported_models(&staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {
@@ -1233,7 +1149,10 @@ fn record_reported_models(staging: &Staging) -> Result<(), SweepError> {
 }
 
 /// Opens the staging area of an interrupted run of the same plan, or creates it.
-fn open_or_create_staging(out_dir: &Path, file: &PlanFile) -> Result<Staging, SweepError> {
+pub(crate) fn open_or_create_staging(
+    out_dir: &Path,
+    file: &PlanFile,
+) -> Result<Staging, SweepError> {
     let bundle_id = file.plan.sweep.bundle_id();
     match Staging::open(out_dir, &bundle_id) {
         Ok(s) => {
@@ -1305,8 +1224,8 @@ pub fn run_shard(
     let _lock = take_lock(&opts.out_dir)?;
     let staging = open_or_create_staging(&opts.out_dir, &file)?;
     let shards = file.plan.shards;
-    // Construct extension batches depend on every shard's reference attempts: a sharded sweep does not
-    // run them (the analysis then reports the registered batch as not run).
+    // Construct extension batches depend on every shard's reference attempts: the follow-up job runs
+    // them after the shards (`scale_out::run_construct_followup`).
     execute(opts, &specs, &file.plan, &staging, &|slot| {
         !matches!(
             slot.kind,
@@ -1396,6 +1315,8 @@ pub fn merge(
             missing.attempt_id, missing.agent_id, missing.server_id, missing.task_id
         )));
     }
+    // Every shard finished and every construct extension batch the gate needs run, or no seal.
+    crate::scale_out::check_complete(&file.plan, &staging)?;
     record_reported_models(&staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {

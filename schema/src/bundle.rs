@@ -108,7 +108,11 @@ fn is_unit_id(id: &str) -> bool {
 
 /// Writes `bytes` to `dest` atomically: a temporary sibling, `fsync`, rename, `fsync` of the directory.
 pub fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<(), BundleError> {
-    let dir = dest.parent().unwrap_or(Path::new("."));
+    // A bare file name (`plan.json`) has the empty path as its parent: the directory is `.`.
+    let dir = dest
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{}.tmp", name.unwrap_or_default()));
     {
