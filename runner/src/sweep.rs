@@ -863,10 +863,16 @@ pub fn execute(
         .enable_all()
         .build()
         .map_err(|e| SweepError::Setup(format!("starting the async runtime: {e}")))?;
+    // Only the slots `select` accepts: a construct-extension cell holds every registered batch, and
+    // running the cell whole ran batches the gate had not asked for yet.
     let cells: Vec<_> = plan
         .cells()
         .into_iter()
-        .filter(|(_, slots)| slots.first().is_some_and(|s| select(s)))
+        .map(|(key, slots)| {
+            let chosen: Vec<&PlannedAttempt> = slots.into_iter().filter(|s| select(s)).collect();
+            (key, chosen)
+        })
+        .filter(|(_, slots)| !slots.is_empty())
         .collect();
     let firsts: Vec<&PlannedAttempt> = cells
         .iter()
