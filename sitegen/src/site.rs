@@ -254,6 +254,9 @@ pub fn build_with(
     }
 
     files.insert("style.css".to_string(), STYLESHEET.as_bytes().to_vec());
+    for (p, bytes) in crate::hosting::files() {
+        files.insert(p, bytes);
+    }
     let other: BTreeSet<String> = files.keys().cloned().collect();
     let broken = linkcheck::check(&pages_html, &other);
     if !broken.is_empty() {
