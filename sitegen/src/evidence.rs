@@ -83,6 +83,20 @@ pub struct EvidenceBlock {
     pub attempts: Option<Link>,
 }
 
+/// Counts shown first, in this order (the rest follow in the analysis's order).
+const ORDER: &[&str] = &[
+    "successes",
+    "trials",
+    "errors",
+    "error_share",
+    "wilson_lo",
+    "power",
+    "max_batches",
+    "batches_used",
+    "real_completion",
+    "t_null",
+];
+
 /// A reader's name for a count key.
 fn label(key: &str) -> String {
     match key {
@@ -155,7 +169,7 @@ pub fn block(ix: &Index<'_>, from: &str, index: usize, g: &GateCounts) -> Eviden
     if let Some(m) = g.counts.as_object() {
         for (k, v) in m {
             match v {
-                Value::Array(items) if items.iter().any(Value::is_object) => {
+                Value::Array(items) if k == "ledger" || items.iter().any(Value::is_object) => {
                     let cols = columns(k, items);
                     let rows = items
                         .iter()
@@ -188,6 +202,12 @@ pub fn block(ix: &Index<'_>, from: &str, index: usize, g: &GateCounts) -> Eviden
             }
         }
     }
+    counts.sort_by_key(|c| {
+        ORDER
+            .iter()
+            .position(|k| label(k) == c.label)
+            .unwrap_or(ORDER.len())
+    });
     let mut tape = Vec::new();
     if g.gate == "construct" {
         let r = tape_reading(ix, &g.attempt_ids);
@@ -257,4 +277,48 @@ pub fn blocks(ix: &Index<'_>, from: &str) -> Vec<EvidenceBlock> {
         .enumerate()
         .map(|(i, g)| block(ix, from, i, g))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::SiteInput;
+
+    #[test]
+    fn the_construct_ledger_is_a_table_with_the_registered_sample_first() {
+        let input = SiteInput::default();
+        let ix = Index::new(&input);
+        let g = GateCounts {
+            category: "web-fetch".into(),
+            server: Some("ref".into()),
+            gate: "construct".into(),
+            status: "REFUSED".into(),
+            outcome: "GATE_FAILED".into(),
+            counts: serde_json::json!({
+                "successes": 40, "trials": 47, "errors": 1, "error_share": 0.0208,
+                "batches_used": 1, "max_batches": 2, "power": 0.61, "wilson_lo": 0.72,
+                "ledger": [
+                    {"batch": 0, "tasks": 16, "trials": 32, "pooled_successes": 28, "pooled_trials": 32,
+                     "pooled_errors": 0, "raw": "EXTEND", "published": "EXTEND"},
+                    {"batch": 1, "tasks": 8, "trials": 16, "pooled_successes": 40, "pooled_trials": 47,
+                     "pooled_errors": 1, "raw": "FAIL", "published": "FAIL"}
+                ]
+            }),
+            ..GateCounts::default()
+        };
+        let b = block(&ix, "controls.html", 3, &g);
+        assert_eq!(b.id, "evidence-3");
+        assert_eq!(b.tables.len(), 1);
+        let t = &b.tables[0];
+        assert_eq!(t.head[0], "batch");
+        assert_eq!(t.head[3], "pooled successes");
+        assert_eq!(t.rows[0][0], "0 (registered sample)");
+        assert_eq!(t.rows[1], ["1", "8", "16", "40", "47", "1", "FAIL", "FAIL"]);
+        // Scalars are chips in the reader's order; nothing is JSON.
+        assert_eq!(b.counts[0].label, "successes (k)");
+        assert_eq!(b.counts[1].value, "47");
+        assert!(b.counts.iter().all(|c| !c.value.contains('{')));
+        assert_eq!(b.tape.len(), 4);
+        assert_eq!(b.tape[2].label, "calls that errored");
+    }
 }
