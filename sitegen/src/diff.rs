@@ -124,8 +124,10 @@ pub struct DiffRow {
     pub b: Option<Link>,
     pub a_time: String,
     pub b_time: String,
-    /// `same`, `changed`, `only-a` or `only-b`.
+    /// `same`, `changed`, `only-a` or `only-b` (a style class).
     pub kind: String,
+    /// What a reader reads for the kind (empty for `same`).
+    pub label: String,
 }
 
 /// The diff page.
@@ -239,6 +241,12 @@ pub fn diff(
                 b_time: j
                     .map(|j| format!("+{} ms", sy[j].offset_ms))
                     .unwrap_or_default(),
+                label: match kind {
+                    "changed" => "differs".to_string(),
+                    "only-a" => format!("only in #{}", x.attempt_index + 1),
+                    "only-b" => format!("only in #{}", y.attempt_index + 1),
+                    _ => String::new(),
+                },
                 kind: kind.into(),
             }
         })

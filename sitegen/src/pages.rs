@@ -840,10 +840,16 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             .iter()
             .map(|s| board_row(ix, &path, category, &agent.id, s))
             .collect();
+        // The bands' note is said once, under the first band.
+        let note = if groups.is_empty() {
+            "Rank intervals overlap inside a band; servers are listed alphabetically, not by point estimate.".into()
+        } else {
+            String::new()
+        };
         groups.push(BoardGroup {
             id: format!("band-{band}"),
             heading: format!("Band {band}"),
-            note: "Rank intervals overlap inside a band; servers are listed alphabetically, not by point estimate.".into(),
+            note,
             rows,
         });
     }
