@@ -50,11 +50,10 @@ fn copy_rate(cell: &Cell, copy_key: u64) -> f64 {
         return 0.0;
     }
     if cell.passes_count == 0 || cell.passes_count == m {
-        return cell.passes_count as f64 / m as f64;
+        return cell.rates[cell.passes_count];
     }
     let x = Stream::new(copy_key ^ cell.key).next_u64();
-    let k = cell.thresholds.partition_point(|t| *t <= x);
-    k as f64 / m as f64
+    cell.rates[cell.thresholds.partition_point(|t| *t <= x)]
 }
 
 /// Every row's Completion in resample `r` for one agent's board (`cells[row][task]`).
@@ -97,14 +96,13 @@ pub fn board_draws(design: &Design, agent: usize, seed: u64, resamples: usize) -
 pub fn paired_differences(design: &Design, seed: u64, resamples: usize) -> Vec<PairDifference> {
     let mut out = Vec::new();
     let all_points = point_completion(design);
-    for agent in 0..design.agents.len() {
+    for (agent, points) in all_points.iter().enumerate() {
         let cells = &design.cells[agent];
         let rows = cells.len();
         if rows < 2 {
             continue;
         }
         let draws = board_draws(design, agent, seed, resamples);
-        let points = &all_points[agent];
         let mut diffs = Vec::with_capacity(resamples);
         for a in 0..rows {
             for b in (a + 1)..rows {

@@ -92,10 +92,12 @@ pub fn pairs<'a>(ix: &Index<'a>) -> Vec<(&'a AttemptRecord, &'a AttemptRecord)> 
     out
 }
 
+/// (category, agent, server, task) → the diffed pair: both attempt ids and their 1-based numbers.
+pub type DiffLinks<'a> =
+    BTreeMap<(&'a str, &'a str, &'a str, &'a str), (&'a str, &'a str, u32, u32)>;
+
 /// The diff page's link for an attempt pair, keyed by (cell, task) for the cell page.
-pub fn links_by_task<'a>(
-    ix: &Index<'a>,
-) -> BTreeMap<(&'a str, &'a str, &'a str, &'a str), (&'a str, &'a str, u32, u32)> {
+pub fn links_by_task<'a>(ix: &Index<'a>) -> DiffLinks<'a> {
     pairs(ix)
         .into_iter()
         .map(|(x, y)| {

@@ -89,7 +89,7 @@ pub struct Index<'a> {
         BTreeMap<&'a str, Vec<&'a agentrank_schema::records::TaskInstanceRecord>>,
     /// (category, agent, server, task) → the two attempts of its step-aligned diff page (ids and
     /// 1-based attempt numbers).
-    pub diffs: BTreeMap<(&'a str, &'a str, &'a str, &'a str), (&'a str, &'a str, u32, u32)>,
+    pub diffs: crate::diff::DiffLinks<'a>,
 }
 
 impl<'a> Index<'a> {
