@@ -555,6 +555,8 @@ pub fn count_text(v: &Value) -> String {
             .map(|(k, v)| format!("{k}: {}", count_text(v)))
             .collect::<Vec<_>>()
             .join("; "),
+        // A measured share or rate: three decimals, as every other figure of a refusal.
+        Value::Number(n) if n.is_f64() => n.as_f64().map(|f| format!("{f:.3}")).unwrap_or_default(),
         other => other.to_string(),
     }
 }
