@@ -62,6 +62,7 @@ pub struct Analysis {
     pub attributes: Vec<AttributeRow>,
     pub latency: Vec<LatencyRow>,
     pub separation: Vec<SeparationRow>,
+    pub pair_differences: Vec<PairDifferenceRow>,
     pub anomalies: Vec<AnomalyRow>,
 }
 
@@ -456,6 +457,7 @@ struct CategoryOutput {
     attributes: Vec<AttributeRow>,
     latency: Vec<LatencyRow>,
     separation: Vec<SeparationRow>,
+    pair_differences: Vec<PairDifferenceRow>,
 }
 
 /// The smoke gate of one category (`None` when the category has no smoke tasks).
@@ -1292,6 +1294,26 @@ fn analyze_category(
         }
     }
 
+    // Paired differences on the board, from the board's own resamples.
+    let pair_difference_rows: Vec<PairDifferenceRow> =
+        crate::paired::paired_differences(&design, cfg.seed, cfg.resamples)
+            .into_iter()
+            .map(|p| PairDifferenceRow {
+                category: category.to_string(),
+                agent: design.agents[p.agent].clone(),
+                server_a: design.servers[p.agent][p.a].clone(),
+                server_b: design.servers[p.agent][p.b].clone(),
+                completion_a: p.completion_a,
+                completion_b: p.completion_b,
+                difference: p.difference,
+                ci_lo: p.ci.0,
+                ci_hi: p.ci.1,
+                a_ahead_share: p.a_ahead,
+                resamples: p.resamples as i64,
+                seed: cfg.seed as i64,
+            })
+            .collect();
+
     // Latency per server and per tool.
     let mut latency_rows = Vec::new();
     // Keyed by (server, agent): agent `None` pools every agent's calls (per server and per tool);
@@ -1361,6 +1383,7 @@ fn analyze_category(
         attributes: attribute_rows,
         latency: latency_rows,
         separation: separation_rows,
+        pair_differences: pair_difference_rows,
     }
 }
 
@@ -1489,6 +1512,7 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
         attributes: Vec::new(),
         latency: Vec::new(),
         separation: Vec::new(),
+        pair_differences: Vec::new(),
         anomalies: Vec::new(),
     };
     // The smoke gate voids the whole sweep of its input: find voided inputs first.
@@ -1536,6 +1560,7 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
         out.attributes.extend(r.attributes);
         out.latency.extend(r.latency);
         out.separation.extend(r.separation);
+        out.pair_differences.extend(r.pair_differences);
         out.document.categories.insert(category, r.analysis);
     }
     let (anomalies, retest) = history::compare(inputs, &current, cfg);

@@ -7,6 +7,7 @@
 //! - [`bootstrap`]: the crossed cluster bootstrap with ranks and agreement;
 //! - [`gates`]: the validity gates and their refusals;
 //! - [`metrics`]: per-cell metrics and attributes;
+//! - [`paired`]: paired differences of Completion between two servers of a board, from its resamples;
 //! - [`analysis`]: the whole pure analysis;
 //! - [`history`]: anomalies and test-retest across inputs;
 //! - [`load`] and [`write`]: the IO edges (bundles and tables in; Parquet and JSON out).
@@ -20,6 +21,7 @@ pub mod input;
 pub mod load;
 pub mod load_bundle;
 pub mod metrics;
+pub mod paired;
 pub mod rng;
 pub mod stats;
 pub mod synthetic;

@@ -136,6 +136,13 @@ pub fn write_all(analysis: &Analysis, dir: &Path) -> Result<(), WriteError> {
     )?;
     write_table(
         dir,
+        "pair_differences",
+        &PairDifferenceRow::fields(),
+        &analysis.pair_differences,
+        &meta,
+    )?;
+    write_table(
+        dir,
         "anomalies",
         &AnomalyRow::fields(),
         &analysis.anomalies,

@@ -94,6 +94,7 @@ fn byte_identical_across_runs_and_thread_counts() {
             "first_try.parquet",
             "gates.parquet",
             "latency.parquet",
+            "pair_differences.parquet",
             "separation.parquet"
         ]
     );

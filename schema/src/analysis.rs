@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Version of the analysis tables and `analysis.json`: `MAJOR.MINOR`.
-pub const ANALYSIS_SCHEMA_VERSION: &str = "1.1";
+///
+/// 1.2 added `pair_differences.parquet` ([`PairDifferenceRow`]); a 1.1 analysis has no such file and is
+/// read as having no paired differences.
+pub const ANALYSIS_SCHEMA_VERSION: &str = "1.2";
 
 fn utf8(name: &str, nullable: bool) -> FieldRef {
     Arc::new(Field::new(name, DataType::Utf8, nullable))
@@ -385,6 +388,45 @@ impl SeparationRow {
             i64_("attempts_b", false),
             f64_("achieved_power", true),
             i64_("attempts_needed_per_server", true),
+        ]
+    }
+}
+
+/// `pair_differences.parquet`: the paired difference in Completion between two servers of one board,
+/// `completion_a − completion_b`, with the 2.5 and 97.5 percentiles of its resampled values taken from the
+/// board's own resamples (the same draws as each server's interval), and the share of resamples in which
+/// `a` is ahead. One row per (category, agent, server pair), pairs in the order of `separation.parquet`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairDifferenceRow {
+    pub category: String,
+    pub agent: String,
+    pub server_a: String,
+    pub server_b: String,
+    pub completion_a: f64,
+    pub completion_b: f64,
+    pub difference: f64,
+    pub ci_lo: f64,
+    pub ci_hi: f64,
+    pub a_ahead_share: f64,
+    pub resamples: i64,
+    pub seed: i64,
+}
+
+impl PairDifferenceRow {
+    pub fn fields() -> Vec<FieldRef> {
+        vec![
+            utf8("category", false),
+            utf8("agent", false),
+            utf8("server_a", false),
+            utf8("server_b", false),
+            f64_("completion_a", false),
+            f64_("completion_b", false),
+            f64_("difference", false),
+            f64_("ci_lo", false),
+            f64_("ci_hi", false),
+            f64_("a_ahead_share", false),
+            i64_("resamples", false),
+            i64_("seed", false),
         ]
     }
 }

@@ -25,12 +25,15 @@ pub struct ChartError {
     pub message: String,
 }
 
-const WIDTH: u32 = 720;
-const ROW_H: u32 = 26;
-const LEFT: i32 = 230;
-const RIGHT_PAD: i32 = 24;
-const TOP: i32 = 12;
+// The chart is drawn for a narrow column and scales up: each row's label sits above its bar, so the
+// plot spans the whole width and text stays readable when a phone shows the chart at 375 pixels.
+const WIDTH: u32 = 560;
+const ROW_H: u32 = 44;
+const LEFT: i32 = 12;
+const RIGHT_PAD: i32 = 18;
+const TOP: i32 = 8;
 const AXIS_H: i32 = 34;
+const LABEL_PX: u32 = 17;
 
 fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -49,10 +52,10 @@ fn xml_escape(s: &str) -> String {
 
 fn truncate_label(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
-    if chars.len() <= 30 {
+    if chars.len() <= 48 {
         s.to_string()
     } else {
-        let mut t: String = chars[..29].iter().collect();
+        let mut t: String = chars[..47].iter().collect();
         t.push('…');
         t
     }
@@ -71,10 +74,12 @@ fn draw(
     let plot_w = WIDTH as i32 - LEFT - RIGHT_PAD;
     let x_of = |v: f64| LEFT + (v.clamp(0.0, 1.0) * f64::from(plot_w)).round() as i32;
     let bottom = height as i32 - AXIS_H;
-    let label_style = TextStyle::from(("sans-serif", 14).into_font())
-        .color(&ink)
-        .pos(Pos::new(HPos::Right, VPos::Center));
-    let tick_style = TextStyle::from(("sans-serif", 12).into_font())
+    let tick_label = |k: i32| match k {
+        0 => HPos::Left,
+        10 => HPos::Right,
+        _ => HPos::Center,
+    };
+    let tick_style = TextStyle::from(("sans-serif", 15).into_font())
         .color(&ink)
         .pos(Pos::new(HPos::Center, VPos::Top));
     for k in 0..=10 {
@@ -89,7 +94,7 @@ fn draw(
             area.draw(&Text::new(
                 format!("{}%", k * 10),
                 (x, bottom + 6),
-                tick_style.clone(),
+                tick_style.clone().pos(Pos::new(tick_label(k), VPos::Top)),
             ))
             .map_err(e)?;
         }
@@ -99,26 +104,30 @@ fn draw(
         ink.stroke_width(1),
     ))
     .map_err(e)?;
+    let label_style = TextStyle::from(("sans-serif", LABEL_PX).into_font())
+        .color(&ink)
+        .pos(Pos::new(HPos::Left, VPos::Top));
     for (i, row) in rows.iter().enumerate() {
-        let y = TOP + (i as i32) * ROW_H as i32 + ROW_H as i32 / 2;
+        let top = TOP + (i as i32) * ROW_H as i32;
+        let y = top + ROW_H as i32 - 12;
         area.draw(&Text::new(
             truncate_label(&row.label),
-            (LEFT - 8, y),
+            (LEFT, top + 2),
             label_style.clone(),
         ))
         .map_err(e)?;
         match row.interval {
             Some((est, lo, hi)) => {
                 area.draw(&Rectangle::new(
-                    [(x_of(lo), y - 4), (x_of(hi).max(x_of(lo) + 1), y + 4)],
+                    [(x_of(lo), y - 5), (x_of(hi).max(x_of(lo) + 2), y + 5)],
                     bar.filled(),
                 ))
                 .map_err(e)?;
-                area.draw(&Circle::new((x_of(est), y), 6, ink.filled()))
+                area.draw(&Circle::new((x_of(est), y), 7, ink.filled()))
                     .map_err(e)?;
             }
             None => {
-                let style = TextStyle::from(("sans-serif", 13).into_font())
+                let style = TextStyle::from(("sans-serif", 15).into_font())
                     .color(&refused)
                     .pos(Pos::new(HPos::Left, VPos::Center));
                 area.draw(&Text::new(truncate_label(&row.note), (LEFT + 6, y), style))
@@ -168,6 +177,26 @@ pub fn interval_svg(
     ))
 }
 
+/// A one-row interval drawn on the shared 0–100 % axis, for a table cell beside the numbers it draws
+/// (hidden from assistive technology: the cell's text says the same). `None` draws the empty axis.
+/// Every bar of a column spans the same width, so bars in one table share the axis.
+pub fn inline_bar(interval: Option<(f64, f64, f64)>) -> String {
+    let x = |v: f64| (v.clamp(0.0, 1.0) * 1000.0).round() / 10.0;
+    let mut s = String::from(
+        "<svg class=\"bar\" viewBox=\"-2 0 104 12\" preserveAspectRatio=\"none\" aria-hidden=\"true\" focusable=\"false\"><line class=\"axis\" x1=\"0\" y1=\"11.5\" x2=\"100\" y2=\"11.5\"/><line class=\"mid\" x1=\"50\" y1=\"8\" x2=\"50\" y2=\"12\"/>",
+    );
+    if let Some((est, lo, hi)) = interval {
+        let (lo, hi, est) = (x(lo), x(hi), x(est));
+        s.push_str(&format!(
+            "<rect class=\"ci\" x=\"{lo}\" y=\"3\" width=\"{}\" height=\"5\"/><rect class=\"est\" x=\"{}\" y=\"1\" width=\"1.6\" height=\"9\"/>",
+            ((hi - lo).max(0.8) * 10.0).round() / 10.0,
+            ((est - 0.8) * 10.0).round() / 10.0,
+        ));
+    }
+    s.push_str("</svg>");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +224,13 @@ mod tests {
         assert!(a.contains("alpha &lt;x&gt;"));
         assert!(a.contains("REFUSED: KILL"));
         assert!(a.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn inline_bars_share_the_axis() {
+        let b = inline_bar(Some((0.5, 0.25, 0.75)));
+        assert!(b.contains("x=\"25\" y=\"3\" width=\"50\""), "{b}");
+        assert!(b.contains("aria-hidden=\"true\""));
+        assert!(!inline_bar(None).contains("class=\"ci\""));
     }
 }

@@ -254,6 +254,29 @@ pub struct Retest {
     pub cells: i64,
 }
 
+/// Two servers of one board compared (`separation.parquet` and `pair_differences.parquet`): the paired
+/// difference of Completion `a − b` with its interval from the board's resamples, and the attempts
+/// needed to separate the observed rates.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PairComparison {
+    pub category: String,
+    pub agent: String,
+    pub server_a: String,
+    pub server_b: String,
+    pub completion_a: f64,
+    pub completion_b: f64,
+    /// `completion_a − completion_b` with the 2.5 / 97.5 percentiles of its resampled values.
+    pub difference: Interval,
+    /// Share of resamples in which `a` is ahead.
+    pub a_ahead_share: f64,
+    pub resamples: u64,
+    /// Countable attempts of each server on the board (separation table), when present.
+    pub attempts_a: Option<i64>,
+    pub attempts_b: Option<i64>,
+    pub achieved_power: Option<f64>,
+    pub attempts_needed_per_server: Option<i64>,
+}
+
 /// The analysis of the shown bundle.
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisInput {
@@ -269,4 +292,22 @@ pub struct AnalysisInput {
     /// Every gate evaluated above the cell (category and agent gates, not the per-cell coverage
     /// rows): (category, agent, status, the gate's record).
     pub gates: Vec<(String, Option<String>, String, Refusal)>,
+    /// Every compared pair of servers on a board (empty for an analysis older than schema 1.2).
+    pub pairs: Vec<PairComparison>,
+    /// Gate counts as the analysis recorded them (`counts_json` parsed), by (category, agent, gate),
+    /// for the evidence tables.
+    pub gate_counts: Vec<GateCounts>,
+}
+
+/// One gate's recorded counts, kept structured for the evidence tables.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GateCounts {
+    pub category: String,
+    pub agent: Option<String>,
+    pub server: Option<String>,
+    pub gate: String,
+    pub status: String,
+    pub outcome: String,
+    pub counts: serde_json::Value,
+    pub attempt_ids: Vec<String>,
 }

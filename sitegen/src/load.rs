@@ -531,6 +531,36 @@ fn interval(p: Option<f64>, lo: Option<f64>, hi: Option<f64>) -> Option<Interval
     }
 }
 
+/// A gate count as a reader reads it: a scalar as itself, a list of scalars joined, a list of records
+/// (the construct gate's extension ledger) by its length (the records are a table on the controls
+/// page), never as raw JSON.
+pub fn count_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".into(),
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            if items.is_empty() {
+                "none".into()
+            } else {
+                items.iter().map(count_text).collect::<Vec<_>>().join(", ")
+            }
+        }
+        Value::Array(items) => format!(
+            "{} row{} (table under Evidence on the controls page)",
+            items.len(),
+            if items.len() == 1 { "" } else { "s" }
+        ),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", count_text(v)))
+            .collect::<Vec<_>>()
+            .join("; "),
+        // A measured share or rate: three decimals, as every other figure of a refusal.
+        Value::Number(n) if n.is_f64() => n.as_f64().map(|f| format!("{f:.3}")).unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
 fn gate_refusal(g: &an::GateRow) -> Refusal {
     let counts: BTreeMap<String, Value> = serde_json::from_str(&g.counts_json).unwrap_or_default();
     Refusal {
@@ -539,12 +569,8 @@ fn gate_refusal(g: &an::GateRow) -> Refusal {
         counts: counts
             .into_iter()
             .map(|(k, v)| {
-                (
-                    k,
-                    v.as_str()
-                        .map(String::from)
-                        .unwrap_or_else(|| v.to_string()),
-                )
+                let text = count_text(&v);
+                (k, text)
             })
             .collect(),
         threshold: g.threshold,
@@ -554,6 +580,14 @@ fn gate_refusal(g: &an::GateRow) -> Refusal {
         explanation: g.explanation.clone(),
         attempt_ids: g.attempt_ids.clone(),
     }
+}
+
+/// Whether an analysis schema version (`MAJOR.MINOR`) is older than 1.2, which added
+/// `pair_differences.parquet`.
+fn older_than_1_2(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) < (1, 2)
 }
 
 /// Load the analysis of one bundle from its output directory.
@@ -572,6 +606,14 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
     let latency: Vec<an::LatencyRow> = read_table(dir, "latency")?;
     let agreement: Vec<an::AgreementRow> = read_table(dir, "agreement")?;
     let anomalies: Vec<an::AnomalyRow> = read_table(dir, "anomalies")?;
+    let separation: Vec<an::SeparationRow> = read_table(dir, "separation")?;
+    // Added in analysis schema 1.2: an older analysis has no paired differences, a newer one must.
+    let pair_differences: Vec<an::PairDifferenceRow> =
+        if dir.join("pair_differences.parquet").is_file() || !older_than_1_2(&doc.schema_version) {
+            read_table(dir, "pair_differences")?
+        } else {
+            Vec::new()
+        };
 
     let key = |c: &str, a: &str, s: &str| (c.to_string(), a.to_string(), s.to_string());
     let sensitivity: BTreeMap<_, _> = completion
@@ -757,7 +799,66 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
         .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
         .map(|g| (g.category.clone(), gate_refusal(g)))
         .collect();
+    let sep: BTreeMap<_, _> = separation
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r.category.as_str(),
+                    r.agent.as_str(),
+                    r.server_a.as_str(),
+                    r.server_b.as_str(),
+                ),
+                r,
+            )
+        })
+        .collect();
+    let compared = pair_differences
+        .iter()
+        .map(|p| {
+            let s = sep.get(&(
+                p.category.as_str(),
+                p.agent.as_str(),
+                p.server_a.as_str(),
+                p.server_b.as_str(),
+            ));
+            PairComparison {
+                category: p.category.clone(),
+                agent: p.agent.clone(),
+                server_a: p.server_a.clone(),
+                server_b: p.server_b.clone(),
+                completion_a: p.completion_a,
+                completion_b: p.completion_b,
+                difference: Interval {
+                    estimate: p.difference,
+                    low: p.ci_lo,
+                    high: p.ci_hi,
+                },
+                a_ahead_share: p.a_ahead_share,
+                resamples: u64::try_from(p.resamples).unwrap_or(0),
+                attempts_a: s.map(|s| s.attempts_a),
+                attempts_b: s.map(|s| s.attempts_b),
+                achieved_power: s.and_then(|s| s.achieved_power),
+                attempts_needed_per_server: s.and_then(|s| s.attempts_needed_per_server),
+            }
+        })
+        .collect();
+    let gate_counts = gates
+        .iter()
+        .map(|g| GateCounts {
+            category: g.category.clone(),
+            agent: g.agent.clone(),
+            server: g.server.clone(),
+            gate: g.gate.clone(),
+            status: g.status.clone(),
+            outcome: g.outcome.clone(),
+            counts: serde_json::from_str(&g.counts_json).unwrap_or(Value::Null),
+            attempt_ids: g.attempt_ids.clone(),
+        })
+        .collect();
     Ok(AnalysisInput {
+        pairs: compared,
+        gate_counts,
         seed: u64::try_from(doc.method.seed).unwrap_or(0),
         resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
         cells,

@@ -37,6 +37,8 @@ pub enum PageView {
     Anomalies(AnomaliesView),
     Downloads(DownloadsView),
     Content(ContentView),
+    Compare(Box<crate::compare::CompareView>),
+    Diff(Box<crate::diff::DiffView>),
 }
 
 /// Building a page model failed.
@@ -85,6 +87,9 @@ pub struct Index<'a> {
         BTreeMap<&'a str, Vec<&'a agentrank_schema::records::FixtureHealthRecord>>,
     pub instances_by_task:
         BTreeMap<&'a str, Vec<&'a agentrank_schema::records::TaskInstanceRecord>>,
+    /// (category, agent, server, task) → the two attempts of its step-aligned diff page (ids and
+    /// 1-based attempt numbers).
+    pub diffs: crate::diff::DiffLinks<'a>,
 }
 
 impl<'a> Index<'a> {
@@ -139,7 +144,8 @@ impl<'a> Index<'a> {
         let mut categories: BTreeSet<&str> =
             b.servers.iter().map(|s| s.category.as_str()).collect();
         categories.extend(b.tasks.iter().map(|t| t.category.as_str()));
-        Index {
+        let mut ix = Index {
+            diffs: BTreeMap::new(),
             input,
             attempts,
             by_cell,
@@ -167,14 +173,16 @@ impl<'a> Index<'a> {
             calls_by_attempt: group(&b.tool_calls, |r| r.attempt_id.as_str()),
             health_by_attempt: group(&b.fixture_health, |r| r.attempt_id.as_str()),
             instances_by_task: group(&b.task_instances, |r| r.task_id.as_str()),
-        }
+        };
+        ix.diffs = crate::diff::links_by_task(&ix);
+        ix
     }
 
-    fn bundle(&self) -> &'a BundleInput {
+    pub(crate) fn bundle(&self) -> &'a BundleInput {
         &self.input.bundle
     }
 
-    fn servers_in(&self, category: &str) -> Vec<&'a ServerInput> {
+    pub(crate) fn servers_in(&self, category: &str) -> Vec<&'a ServerInput> {
         let mut v: Vec<_> = self
             .bundle()
             .servers
@@ -190,7 +198,7 @@ impl<'a> Index<'a> {
         v
     }
 
-    fn tasks_in(&self, category: &str) -> Vec<&'a TaskInput> {
+    pub(crate) fn tasks_in(&self, category: &str) -> Vec<&'a TaskInput> {
         self.bundle()
             .tasks
             .iter()
@@ -198,7 +206,7 @@ impl<'a> Index<'a> {
             .collect()
     }
 
-    fn agents_in(&self, category: &str) -> Vec<&'a AgentInput> {
+    pub(crate) fn agents_in(&self, category: &str) -> Vec<&'a AgentInput> {
         self.bundle()
             .agents
             .iter()
@@ -214,7 +222,7 @@ impl<'a> Index<'a> {
             .collect()
     }
 
-    fn server_name(&self, id: &str) -> String {
+    pub(crate) fn server_name(&self, id: &str) -> String {
         self.servers
             .get(id)
             .map(|s| visible(&s.display_name))
@@ -251,14 +259,14 @@ fn group<'a, T, F: Fn(&'a T) -> &'a str>(rows: &'a [T], key: F) -> BTreeMap<&'a 
     m
 }
 
-fn link(from: &str, to: &str, text: impl Into<String>) -> Link {
+pub(crate) fn link(from: &str, to: &str, text: impl Into<String>) -> Link {
     Link {
         href: paths::rel(from, to),
         text: text.into(),
     }
 }
 
-fn anchor(from: &str, to: &str, frag: &str, text: impl Into<String>) -> Link {
+pub(crate) fn anchor(from: &str, to: &str, frag: &str, text: impl Into<String>) -> Link {
     Link {
         href: format!("{}#{}", paths::rel(from, to), frag),
         text: text.into(),
@@ -269,7 +277,7 @@ fn opt_pct(x: Option<f64>) -> String {
     x.map(pct).unwrap_or_else(|| "not measured".to_string())
 }
 
-fn outcome_css(o: OutcomeClass) -> &'static str {
+pub(crate) fn outcome_css(o: OutcomeClass) -> &'static str {
     match o {
         OutcomeClass::Pass => "pass",
         OutcomeClass::Fail | OutcomeClass::ServerTimeout | OutcomeClass::AgentTimeout => "fail",
@@ -342,9 +350,14 @@ pub fn common(input: &SiteInput, path: &str, title: &str, description: &str) -> 
 }
 
 /// The refusal view for a page at `from`, with its evidence link.
-pub fn refusal_view(r: &Refusal, evidence: Link) -> RefusalView {
+pub fn refusal_view(ix: &Index<'_>, r: &Refusal, evidence: Link) -> RefusalView {
     let opt = |x: Option<f64>| x.map(num3).unwrap_or_else(|| "not applicable".into());
     RefusalView {
+        tape: if r.gate == "construct" {
+            crate::evidence::tape_reading(ix, &r.attempt_ids).sentence()
+        } else {
+            String::new()
+        },
         gate: visible(&r.gate),
         outcome: visible(&r.outcome),
         counts: r
@@ -367,8 +380,16 @@ pub fn refusal_view(r: &Refusal, evidence: Link) -> RefusalView {
     }
 }
 
+/// The first sentence of a text (up to the first `. `), for one-line reasons.
+pub fn first_sentence(s: &str) -> &str {
+    match s.find(". ") {
+        Some(i) => &s[..=i],
+        None => s,
+    }
+}
+
 /// Headline counts of a set of attempts: (passes, counted).
-fn headline_counts(attempts: &[&AttemptRecord]) -> (usize, usize) {
+pub(crate) fn headline_counts(attempts: &[&AttemptRecord]) -> (usize, usize) {
     let mut k = 0;
     let mut n = 0;
     for a in attempts {
@@ -382,7 +403,7 @@ fn headline_counts(attempts: &[&AttemptRecord]) -> (usize, usize) {
     (k, n)
 }
 
-fn attempt_link(from: &str, a: &AttemptRecord) -> AttemptLink {
+pub(crate) fn attempt_link(from: &str, a: &AttemptRecord) -> AttemptLink {
     AttemptLink {
         href: paths::rel(from, &paths::attempt(&a.attempt_id)),
         id: a.attempt_id.clone(),
@@ -399,29 +420,42 @@ pub fn home(ix: &Index<'_>) -> PageModel {
     let categories = ix
         .categories
         .iter()
-        .map(|c| HomeCategory {
-            id: visible(c),
-            boards: ix
-                .agents_in(c)
-                .iter()
-                .map(|a| link(&path, &paths::board(c, &a.id), visible(&a.id)))
-                .collect(),
-            agreement: link(
-                &path,
-                &paths::agreement(c),
-                format!("Agreement between agents: {c}"),
-            ),
-            servers: ix
-                .servers_in(c)
-                .iter()
-                .map(|s| link(&path, &paths::server(&s.id), visible(&s.display_name)))
-                .collect(),
-            refusal: ix.input.analysis.category_refusals.get(*c).map(|r| {
-                refusal_view(
-                    r,
-                    link(&path, "controls.html", "Controls behind this refusal"),
-                )
-            }),
+        .enumerate()
+        .map(|(i, c)| {
+            let mut agents = ix.agents_in(c);
+            // Ranked agents first, then the built-in agents whose boards are baselines.
+            agents.sort_by_key(|a| (a.id == "reference" || is_null_model(&a.id), a.id.clone()));
+            HomeCategory {
+                id: visible(c),
+                anchor: format!("cat-{}", paths::segment(c)),
+                headline: agents
+                    .iter()
+                    .enumerate()
+                    .map(|(j, a)| home_board(ix, &path, c, a, format!("home-{i}-{j}")))
+                    .collect(),
+                agreement_line: agreement_line(ix, c),
+                boards: agents
+                    .iter()
+                    .map(|a| link(&path, &paths::board(c, &a.id), visible(&a.id)))
+                    .collect(),
+                agreement: link(
+                    &path,
+                    &paths::agreement(c),
+                    format!("Agreement between agents: {c}"),
+                ),
+                servers: ix
+                    .servers_in(c)
+                    .iter()
+                    .map(|s| link(&path, &paths::server(&s.id), visible(&s.display_name)))
+                    .collect(),
+                refusal: ix.input.analysis.category_refusals.get(*c).map(|r| {
+                    refusal_view(
+                        ix,
+                        r,
+                        link(&path, "controls.html", "Controls behind this refusal"),
+                    )
+                }),
+            }
         })
         .collect();
     let facts = vec![
@@ -462,7 +496,7 @@ pub fn home(ix: &Index<'_>) -> PageModel {
         common: common(
             ix.input,
             &path,
-            "AgentRank",
+            "MCP server rankings",
             "Rankings of MCP servers by how reliably fixed agent configurations complete seeded tasks.",
         ),
         path,
@@ -472,6 +506,156 @@ pub fn home(ix: &Index<'_>) -> PageModel {
             facts,
             pages,
         }),
+    }
+}
+
+/// Whether the ranked agents of a category agree, in one sentence (Methodology §8.6: a pair qualifies
+/// when the lower bounds of its server and cell Spearman ρ reach 0.5 and 0.4).
+fn agreement_line(ix: &Index<'_>, category: &str) -> String {
+    let pairs: Vec<_> = ix
+        .input
+        .analysis
+        .agreement
+        .iter()
+        .filter(|p| p.category == category)
+        .collect();
+    if pairs.is_empty() {
+        return "Agreement between agents needs at least two ranked agents; this bundle has fewer here.".into();
+    }
+    let qualifying = pairs
+        .iter()
+        .filter(|p| {
+            p.servers_spearman.is_some_and(|i| i.low >= 0.5)
+                && p.cells_spearman.is_some_and(|i| i.low >= 0.4)
+        })
+        .count();
+    let broadly = qualifying * 2 >= pairs.len();
+    format!(
+        "{} {qualifying} of {} agent pair{} qualify (lower bounds of Spearman ρ at least 0.5 on servers and 0.4 on cells).",
+        if broadly {
+            "The agents broadly agree:"
+        } else {
+            "The agents do not broadly agree:"
+        },
+        pairs.len(),
+        if pairs.len() == 1 { "" } else { "s" }
+    )
+}
+
+/// One agent's headline board for the home page: the bands in order, servers alphabetical inside a
+/// band, Completion with its interval on the shared axis, refusals with their one-line reason.
+fn home_board(
+    ix: &Index<'_>,
+    from: &str,
+    category: &str,
+    agent: &AgentInput,
+    caption_id: String,
+) -> HomeBoard {
+    let mut groups: BTreeMap<(u32, u32), (String, Vec<&ServerInput>)> = BTreeMap::new();
+    for s in ix.servers_in(category) {
+        let key = (category, agent.id.as_str(), s.id.as_str());
+        let (order, label) = match ix.cells.get(&key) {
+            Some(c) if c.refusal.is_some() => ((2, 0), "Refused".to_string()),
+            Some(c) if c.baseline.is_some() => (
+                (4, 0),
+                if agent.id == "reference" {
+                    "Reachability".to_string()
+                } else {
+                    "Baseline".to_string()
+                },
+            ),
+            Some(_) if s.reference_row => ((3, 0), "Reference row".to_string()),
+            Some(c) => match c.band {
+                Some(b) => ((1, b), format!("Band {b}")),
+                None => ((2, 0), "Refused".to_string()),
+            },
+            None if ix.by_cell.contains_key(&key) => ((2, 0), "Refused".to_string()),
+            None => continue,
+        };
+        groups
+            .entry(order)
+            .or_insert_with(|| (label, Vec::new()))
+            .1
+            .push(s);
+    }
+    let mut rows = Vec::new();
+    // The first band's members (bands sort before every other group).
+    let top: Vec<String> = groups
+        .iter()
+        .find(|((kind, _), _)| *kind == 1)
+        .map(|(_, (_, m))| m.iter().map(|s| visible(&s.display_name)).collect())
+        .unwrap_or_default();
+    for (label, members) in groups.values() {
+        for (n, s) in members.iter().enumerate() {
+            let cell_path = paths::cell(category, &agent.id, &s.id);
+            let c = ix.cells.get(&(category, agent.id.as_str(), s.id.as_str()));
+            let refusal = c.and_then(|c| c.refusal.as_ref());
+            let (value, ci, bar, reason) = match (
+                c.and_then(|c| c.completion),
+                c.and_then(|c| c.baseline),
+                refusal,
+            ) {
+                (_, _, Some(r)) => (
+                    anchor(
+                        from,
+                        &cell_path,
+                        "refusal",
+                        format!("Refused: {}", visible(&r.outcome)),
+                    ),
+                    String::new(),
+                    crate::chart::inline_bar(None),
+                    visible(first_sentence(&r.explanation)),
+                ),
+                (Some(i), _, None) => (
+                    anchor(from, &cell_path, "completion", pct(i.estimate)),
+                    format!("{}–{}", pct(i.low), pct(i.high)),
+                    crate::chart::inline_bar(Some((i.estimate, i.low, i.high))),
+                    String::new(),
+                ),
+                (None, Some(b), None) => (
+                    anchor(from, &cell_path, "completion", pct(b)),
+                    "no interval (not ranked)".into(),
+                    crate::chart::inline_bar(Some((b, b, b))),
+                    String::new(),
+                ),
+                (None, None, None) => (
+                    anchor(from, &cell_path, "refusal", "Not scored"),
+                    String::new(),
+                    crate::chart::inline_bar(None),
+                    "The analysis has no number for this cell.".into(),
+                ),
+            };
+            rows.push(HomeRow {
+                group: label.clone(),
+                first_in_group: n == 0,
+                server: link(from, &paths::server(&s.id), visible(&s.display_name)),
+                refused: refusal.is_some(),
+                value,
+                ci,
+                bar,
+                reason,
+            });
+        }
+    }
+    let builtin = agent.id == "reference" || is_null_model(&agent.id);
+    HomeBoard {
+        agent: link(from, &paths::board(category, &agent.id), visible(&agent.id)),
+        kind: if agent.id == "reference" {
+            "reference agent: reachability, not ranked".into()
+        } else if builtin {
+            "null model: a baseline, not ranked".into()
+        } else {
+            "ranked".into()
+        },
+        top: if builtin {
+            String::new()
+        } else if top.is_empty() {
+            "No server is ranked on this board.".into()
+        } else {
+            format!("Top band: {}.", top.join(", "))
+        },
+        rows,
+        caption_id,
     }
 }
 
@@ -494,6 +678,7 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
             server,
             reference_row: s.reference_row,
             refusal: Some(RefusalView {
+                tape: String::new(),
                 gate: "analysis".into(),
                 outcome: "NOT_ANALYSED".into(),
                 reason: "no_analysis_row".into(),
@@ -570,6 +755,7 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
         rank: c.rank_interval.map(|(a, b)| ml("rank", format!("{a}–{b}"))),
         refusal: c.refusal.as_ref().map(|r| {
             refusal_view(
+                ix,
                 r,
                 ml("refusal", "Numbers and attempts behind this refusal".into()),
             )
@@ -654,10 +840,16 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             .iter()
             .map(|s| board_row(ix, &path, category, &agent.id, s))
             .collect();
+        // The bands' note is said once, under the first band.
+        let note = if groups.is_empty() {
+            "Rank intervals overlap inside a band; servers are listed alphabetically, not by point estimate.".into()
+        } else {
+            String::new()
+        };
         groups.push(BoardGroup {
             id: format!("band-{band}"),
             heading: format!("Band {band}"),
-            note: "Rank intervals overlap inside a band; servers are listed alphabetically, not by point estimate.".into(),
+            note,
             rows,
         });
     }
@@ -768,10 +960,26 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             },
         });
     }
+    let values: Vec<String> = chart_rows
+        .iter()
+        .map(|r| match r.interval {
+            Some((e, lo, hi)) => format!(
+                "{}: {} ({} to {})",
+                visible(&r.label),
+                pct(e),
+                pct(lo),
+                pct(hi)
+            ),
+            None => format!("{}: {}", visible(&r.label), visible(&r.note)),
+        })
+        .collect();
     let chart_svg = interval_svg(
         "completion-chart",
         &format!("Completion with 95% CI: {category}, agent {}", agent.id),
-        "Each row is a server; the bar spans the cluster-bootstrap 95% confidence interval of Completion on a shared 0–100% axis and the dot marks the point estimate. Refused rows name the refusal instead. The same numbers are in the table that follows.",
+        &format!(
+            "Each row is a server; the bar spans the cluster-bootstrap 95% confidence interval of Completion on a shared 0–100% axis and the dot marks the point estimate. Refused rows name the refusal instead. {}. The same numbers are in the chart data table.",
+            values.join("; ")
+        ),
         &chart_rows,
     )?;
     let m = &ix.bundle().meta;
@@ -831,7 +1039,7 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
         common: common(
             ix.input,
             &path,
-            &format!("{category} · {}", agent.id),
+            &format!("{category} board · agent {}", agent.id),
             &format!("AgentRank board for {category} with agent {}", agent.id),
         ),
         template: "board.html",
@@ -841,10 +1049,12 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             chips,
             chart_svg,
             chart_rows: table_rows,
+            pairs: crate::compare::board_pairs(ix, &path, category, &agent.id),
             groups,
             not_on_board,
             category_refusal: ix.input.analysis.category_refusals.get(category).map(|r| {
                 refusal_view(
+                    ix,
                     r,
                     link(&path, "controls.html", "Controls behind this refusal"),
                 )
@@ -944,6 +1154,16 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
                     .collect();
                 let (k, n) = headline_counts(&mine);
                 CellTaskRow {
+                    diff: ix
+                        .diffs
+                        .get(&(category, agent, s.id.as_str(), t.id.as_str()))
+                        .map(|(x, y, ix_, iy)| {
+                            link(
+                                &path,
+                                &paths::attempt_diff(x, y),
+                                format!("#{ix_} and #{iy} side by side"),
+                            )
+                        }),
                     anchor: format!("task-{}", paths::segment(&t.id)),
                     task: link(&path, &paths::task(&t.id), visible(&t.id)),
                     capability: visible(&t.capability),
@@ -993,6 +1213,7 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
                 .map(|p| format!("{} probe", p.probe_kind))
                 .unwrap_or_else(|| "not in the catalog".into());
             CellTaskRow {
+                diff: None,
                 anchor: format!("task-{}", paths::segment(id)),
                 task: anchor(&path, &path, "safety", visible(id)),
                 capability: visible(&kind),
@@ -1161,7 +1382,7 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
         })
         .collect();
     let refusal = c.and_then(|c| c.refusal.as_ref()).map(|r| {
-        let mut v = refusal_view(r, anchor(&path, &path, "completion", "Attempts"));
+        let mut v = refusal_view(ix, r, anchor(&path, &path, "completion", "Attempts"));
         v.evidence = anchor(
             &path,
             &path,
@@ -1910,7 +2131,18 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         common: common(
             ix.input,
             &path,
-            &format!("Attempt {}", a.attempt_id),
+            &format!(
+                "Attempt #{} of {} · {} · agent {} ({})",
+                a.attempt_index + 1,
+                a.task_id,
+                if a.server_id.is_empty() {
+                    "no server".to_string()
+                } else {
+                    ix.server_name(&a.server_id)
+                },
+                a.agent_id,
+                a.attempt_id
+            ),
             "One attempt: outcome, verifier tree and the merged two-tape timeline.",
         ),
         template: "attempt.html",
@@ -2116,7 +2348,8 @@ pub fn controls(ix: &Index<'_>) -> PageModel {
                 .analysis
                 .gates
                 .iter()
-                .map(|(category, agent, status, g)| {
+                .enumerate()
+                .map(|(i, (category, agent, status, g))| {
                     let evidence = match g.attempt_ids.first() {
                         Some(id) if ix.attempts.contains_key(id.as_str()) => link(
                             &path,
@@ -2132,10 +2365,12 @@ pub fn controls(ix: &Index<'_>) -> PageModel {
                         category: visible(category),
                         agent: agent.as_deref().map(visible).unwrap_or_default(),
                         status: visible(status),
-                        result: refusal_view(g, evidence),
+                        result: refusal_view(ix, g, evidence),
+                        evidence_id: format!("evidence-{i}"),
                     }
                 })
                 .collect(),
+            evidence: crate::evidence::blocks(ix, &path),
             controls: ix
                 .bundle()
                 .controls

@@ -62,6 +62,22 @@ pub fn agreement(category: &str) -> String {
     format!("agreement/{}.html", segment(category))
 }
 
+/// The comparison of two servers on one board.
+pub fn compare(category: &str, agent: &str, a: &str, b: &str) -> String {
+    format!(
+        "compare/{}/{}/{}/{}.html",
+        segment(category),
+        segment(agent),
+        segment(a),
+        segment(b)
+    )
+}
+
+/// The step-aligned diff of two attempts of one cell.
+pub fn attempt_diff(a: &str, b: &str) -> String {
+    format!("diff/{}/{}.html", segment(a), segment(b))
+}
+
 /// A published bundle file, copied under `data/<bundle>/`.
 pub fn bundle_file(bundle: &str, rel: &str) -> String {
     let mut out = format!("data/{}", segment(bundle));

@@ -33,6 +33,8 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/downloads.html"),
     ),
     ("content.html", include_str!("../../templates/content.html")),
+    ("compare.html", include_str!("../../templates/compare.html")),
+    ("diff.html", include_str!("../../templates/diff.html")),
 ];
 
 /// The stylesheet, embedded from `templates/style.css`.

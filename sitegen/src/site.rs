@@ -77,11 +77,19 @@ pub fn build_with(
     let ix = Index::new(input);
     let bundle_id = &input.bundle.meta.bundle_id;
 
+    // Attempts that take part in a step-aligned diff keep their steps from the same decoded tapes.
+    let diff_pairs = crate::diff::pairs(&ix);
+    let in_diff: BTreeSet<&str> = diff_pairs
+        .iter()
+        .flat_map(|(x, y)| [x.attempt_id.as_str(), y.attempt_id.as_str()])
+        .collect();
+
     // Attempt pages, with their tapes prepared for publication and scanned, in parallel.
     struct AttemptOut {
         page: (String, String),
         tapes: Vec<pages::PublishedTape>,
         hits: Vec<Hit>,
+        steps: Option<(String, Vec<crate::diff::Step>)>,
     }
     let attempt_outs: Vec<Result<AttemptOut, BuildError>> = input
         .bundle
@@ -95,10 +103,14 @@ pub fn build_with(
             }
             let model = pages::attempt(&ix, a, &tapes);
             let html = renderer.render(&model)?;
+            let steps = in_diff
+                .contains(a.attempt_id.as_str())
+                .then(|| (a.attempt_id.clone(), crate::diff::steps(a, &tapes)));
             Ok(AttemptOut {
                 page: (model.path, html),
                 tapes,
                 hits,
+                steps,
             })
         })
         .collect();
@@ -152,9 +164,13 @@ pub fn build_with(
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut hits: Vec<Hit> = Vec::new();
     let mut published: BTreeMap<String, (usize, String, Option<String>)> = BTreeMap::new();
+    let mut steps: BTreeMap<String, Vec<crate::diff::Step>> = BTreeMap::new();
     for out in attempt_outs {
         let out = out?;
         hits.extend(out.hits);
+        if let Some((id, st)) = out.steps {
+            steps.insert(id, st);
+        }
         for t in out.tapes {
             if t.bytes.is_empty() {
                 continue;
@@ -186,6 +202,13 @@ pub fn build_with(
         }
     }
     models.push(pages::downloads(&ix, &published));
+    models.extend(crate::compare::pages(&ix));
+    let no_steps = Vec::new();
+    for (x, y) in &diff_pairs {
+        let sx = steps.get(&x.attempt_id).unwrap_or(&no_steps);
+        let sy = steps.get(&y.attempt_id).unwrap_or(&no_steps);
+        models.push(crate::diff::diff(&ix, x, y, sx, sy));
+    }
 
     let rendered: Vec<Result<(String, String), TemplateError>> = models
         .par_iter()
@@ -231,6 +254,9 @@ pub fn build_with(
     }
 
     files.insert("style.css".to_string(), STYLESHEET.as_bytes().to_vec());
+    for (p, bytes) in crate::hosting::files() {
+        files.insert(p, bytes);
+    }
     let other: BTreeSet<String> = files.keys().cloned().collect();
     let broken = linkcheck::check(&pages_html, &other);
     if !broken.is_empty() {

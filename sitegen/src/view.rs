@@ -57,6 +57,9 @@ pub struct RefusalView {
     pub reason: String,
     pub explanation: String,
     pub evidence: Link,
+    /// What the tapes of the attempts behind the gate record (construct gate): calls recorded, calls
+    /// that errored, requests never answered. Empty for other gates.
+    pub tape: String,
 }
 
 /// One server's row on a board.
@@ -109,6 +112,8 @@ pub struct ChartRow {
 pub struct BoardView {
     pub category: String,
     pub agent: String,
+    /// Every compared pair of servers on this board, with its difference and interval.
+    pub pairs: Vec<Link>,
     pub chips: Vec<Chip>,
     pub chart_svg: String,
     pub chart_rows: Vec<ChartRow>,
@@ -133,6 +138,8 @@ pub struct AttemptLink {
 /// A task's row on a cell page.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CellTaskRow {
+    /// The step-aligned diff of two of its attempts, when it has one.
+    pub diff: Option<Link>,
     pub anchor: String,
     pub task: Link,
     pub capability: String,
@@ -268,6 +275,8 @@ pub struct GateView {
     /// `PASSED`, `REFUSED` or `NOT_RUN`.
     pub status: String,
     pub result: RefusalView,
+    /// Anchor of this gate's evidence block on the controls page.
+    pub evidence_id: String,
 }
 
 /// A control run.
@@ -386,6 +395,8 @@ pub struct AgreementRow {
 pub struct ControlsView {
     /// The gates above the cells, by category.
     pub gates: Vec<GateView>,
+    /// Each gate's counts, ledger and tape reading as tables, in the order of `gates`.
+    pub evidence: Vec<crate::evidence::EvidenceBlock>,
     pub controls: Vec<ControlRow>,
     pub probes: Vec<ProbeRow>,
     pub quarantined: Vec<Chip>,
@@ -435,11 +446,45 @@ pub struct DownloadsView {
     pub history: Vec<Chip>,
 }
 
+/// One server's line in a home-page board.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HomeRow {
+    /// `Band 1`, `Refused`, `Reference`, `Baseline`, …
+    pub group: String,
+    /// First row of its group (the group label is printed once).
+    pub first_in_group: bool,
+    pub server: Link,
+    /// Completion (or the baseline figure) linking to the cell, or the refusal linking to it.
+    pub value: Link,
+    pub ci: String,
+    /// The interval drawn on the shared 0–100 % axis (inline SVG, hidden from assistive technology).
+    pub bar: String,
+    pub refused: bool,
+    /// The refusal's one-line reason.
+    pub reason: String,
+}
+
+/// One agent's headline board on the home page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HomeBoard {
+    pub agent: Link,
+    /// What the board is: ranked, or a built-in agent's baseline.
+    pub kind: String,
+    pub rows: Vec<HomeRow>,
+    /// The servers of the top band, in words.
+    pub top: String,
+    pub caption_id: String,
+}
+
 /// A category on the home page.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HomeCategory {
     pub id: String,
+    pub anchor: String,
     pub boards: Vec<Link>,
+    pub headline: Vec<HomeBoard>,
+    /// Whether the ranked agents agree, in one sentence.
+    pub agreement_line: String,
     pub agreement: Link,
     pub servers: Vec<Link>,
     pub refusal: Option<RefusalView>,

@@ -157,5 +157,11 @@ fn baseline_rows_show_coverage_and_latency_and_test_retest_is_published_with_its
     let row_start = page.find(&format!("server/{server}.html")).expect("row");
     let row = &page[row_start..row_start + page[row_start..].find("</tr>").expect("row end")];
     assert!(row.contains("75"), "{name}: {row}");
+    // Latency is an attribute: its row is in the attributes table.
+    let attrs = &page[page.find("id=\"attributes\"").expect("attributes table")..];
+    let row_start = attrs
+        .find(&format!("server/{server}.html"))
+        .expect("attribute row");
+    let row = &attrs[row_start..row_start + attrs[row_start..].find("</tr>").expect("row end")];
     assert!(row.contains("123 / 456 ms"), "{name}: {row}");
 }

@@ -110,6 +110,29 @@ fn a_real_shaped_bundle_gets_every_page_and_link_with_controls_and_null_models_l
             "controls page lists the {gate} gate"
         );
     }
+    // The construct gate's evidence is tables, never raw JSON: the ledger's registered sample, and
+    // what the tapes of its attempts record.
+    // (No batch ran here: the reference agent has no attempt on the reference server, so the
+    // ledger is an empty table; a full ledger is the evidence module's own test.)
+    assert!(
+        controls.contains("<caption id=\"evidence-"),
+        "evidence tables"
+    );
+    assert!(controls.contains("Extension ledger: the registered sample"));
+    for needle in [
+        "calls recorded",
+        "calls that errored",
+        "requests never answered",
+    ] {
+        assert!(controls.contains(needle), "tape reading lacks {needle}");
+    }
+    for (path, bytes) in out.files.iter().filter(|(p, _)| p.ends_with(".html")) {
+        let html = std::str::from_utf8(bytes).expect("utf8");
+        assert!(
+            !html.contains("{&quot;batch&quot;") && !html.contains("{\"batch\""),
+            "{path} prints the ledger as JSON"
+        );
+    }
     // The home page reads sensibly with every cell refused.
     let home = page(&out, "index.html");
     assert!(!home.contains("NaN") && !home.contains("Band 1"));

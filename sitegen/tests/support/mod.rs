@@ -307,6 +307,31 @@ impl Synth {
     }
 }
 
+/// A synthesised bundle analysed by the real analysis (gates that need controls not run, as for a
+/// reader's own table), as site input: its boards have real bands, intervals and compared pairs.
+pub fn with_real_analysis(
+    spec: &Spec,
+    root: &Path,
+    seed: u64,
+    resamples: usize,
+) -> (agentrank_sitegen::input::SiteInput, Analysis) {
+    let synth = synthesise(spec, root);
+    let mut loaded =
+        agentrank_analyze::load_bundle::load_bundle(&synth.bundle_dir).expect("analysis input");
+    loaded.strict_gates = false;
+    let cfg = agentrank_analyze::Config {
+        seed,
+        resamples,
+        ..agentrank_analyze::Config::default()
+    };
+    let analysis = agentrank_analyze::analyze(&[loaded], &cfg).expect("analysis");
+    let dir = root.join(format!("real-analysis-{}", spec.bundle_id));
+    agentrank_analyze::write::write_all(&analysis, &dir).expect("write analysis");
+    let mut input = synth.input();
+    input.analysis = agentrank_sitegen::load::load_analysis(&dir).expect("load analysis");
+    (input, analysis)
+}
+
 pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
     let bundles = root.join("bundles");
     let catalog_dir = root.join(format!("catalog-{}", spec.bundle_id));
@@ -852,6 +877,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
         attributes,
         latency,
         separation: vec![],
+        pair_differences: vec![],
         anomalies: vec![an::AnomalyRow {
             kind: "server-shift".into(),
             category: spec.categories[0].into(),
