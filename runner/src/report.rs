@@ -161,11 +161,19 @@ pub fn roster_rows(
                     ""
                 }
             ),
-            package: format!(
-                "{} ({})",
-                server.package.name,
-                server.package.registry.as_str()
-            ),
+            package: match (&server.package.local, server.package.registry) {
+                (_, agentrank_schema::roster::Registry::Remote) => format!(
+                    "{} (remote: {})",
+                    server.package.name,
+                    server.launch.url.as_deref().unwrap_or_default()
+                ),
+                (Some(path), registry) => format!(
+                    "{} ({}, local package {path})",
+                    server.package.name,
+                    registry.as_str()
+                ),
+                (None, registry) => format!("{} ({})", server.package.name, registry.as_str()),
+            },
             version: server.package.version.clone(),
             installs: match installs.get(id) {
                 Some(Ok(())) => "yes".into(),

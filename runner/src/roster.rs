@@ -264,6 +264,46 @@ pub fn validate_server(
                 }
             }
         }
+        Registry::Remote => {
+            let pkg = &server.package;
+            let installs = pkg.local.is_some()
+                || !pkg.with.is_empty()
+                || pkg.node.is_some()
+                || pkg.python.is_some()
+                || pkg.ignore_scripts
+                || pkg.no_deps
+                || !pkg.npm_prepare.is_empty()
+                || pkg.playwright_browsers;
+            if installs {
+                return Err(field_error(
+                    file,
+                    "package",
+                    "a remote server is reached by URL: it takes no install settings (local, with, node, python, …)",
+                ));
+            }
+            if server.launch.transport != Transport::StreamableHttp {
+                return Err(field_error(
+                    file,
+                    "launch.transport",
+                    "a remote server is reached over `streamable-http`",
+                ));
+            }
+            if !server.launch.command.is_empty() {
+                return Err(field_error(
+                    file,
+                    "launch.command",
+                    "a remote server is not started by the runner: leave the command out",
+                ));
+            }
+            let url = server.launch.url.as_deref().unwrap_or_default();
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains('{') {
+                return Err(field_error(
+                    file,
+                    "launch.url",
+                    format!("`{url}` is not a fixed http:// or https:// URL"),
+                ));
+            }
+        }
         Registry::Pypi => {
             if server.package.node.is_some()
                 || server.package.ignore_scripts
@@ -297,6 +337,21 @@ pub fn validate_server(
                 "launch.url",
                 "a Streamable HTTP server needs a URL",
             ));
+        }
+        Transport::StreamableHttp if server.package.registry != Registry::Remote => {
+            if server.launch.command.is_empty() {
+                return Err(field_error(file, "launch.command", "empty"));
+            }
+            let url = server.launch.url.as_deref().unwrap_or_default();
+            if crate::mcp::http::sandboxed_url(url).is_none() {
+                return Err(field_error(
+                    file,
+                    "launch.url",
+                    format!(
+                        "`{url}`: a server started in its HTTP mode serves `http://127.0.0.1:{{port}}/PATH` inside its sandbox"
+                    ),
+                ));
+            }
         }
         _ => {}
     }

@@ -234,6 +234,56 @@ fn broken_configurations_name_file_and_field() {
 }
 
 #[test]
+fn servers_an_operator_brings_load_and_their_mistakes_name_the_field() {
+    // A local package and a server in its own HTTP mode load beside registry packages.
+    let local = GOOD.replace(
+        "version = \"1.2.3\"",
+        "version = \"1.2.3\"\nlocal = \"../dist/demo-server-1.2.3.tgz\"",
+    );
+    load_with(&local, "web-fetch/demo.toml").unwrap();
+    let http = GOOD.replace(
+        "args = [\"--flag\"]",
+        "transport = \"streamable-http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nargs = [\"--port\", \"{port}\"]",
+    );
+    load_with(&http, "web-fetch/demo.toml").unwrap();
+    let remote = GOOD
+        .replace("registry = \"npm\"", "registry = \"remote\"")
+        .replace(
+            "command = \"{prefix_bin}/demo\"\nargs = [\"--flag\"]",
+            "transport = \"streamable-http\"\nurl = \"https://mcp.example.invalid/mcp\"",
+        );
+    let roster = load_with(&remote, "web-fetch/demo.toml").unwrap();
+    assert!(roster.servers["demo"].launch.command.is_empty());
+    // Mistakes, each named by its field.
+    expect_error(
+        &http.replace("http://127.0.0.1:{port}/mcp", "http://127.0.0.1:8080/mcp"),
+        "launch.url",
+    );
+    expect_error(
+        &remote.replace("transport = \"streamable-http\"\n", ""),
+        "launch.transport",
+    );
+    expect_error(
+        &remote.replace("https://mcp.example.invalid/mcp", "https://mcp.example.invalid/{port}"),
+        "launch.url",
+    );
+    expect_error(
+        &remote.replace(
+            "transport = \"streamable-http\"",
+            "transport = \"streamable-http\"\ncommand = \"{prefix_bin}/demo\"",
+        ),
+        "launch.command",
+    );
+    expect_error(
+        &remote.replace(
+            "version = \"1.2.3\"",
+            "version = \"1.2.3\"\nlocal = \"../dist/demo.tgz\"",
+        ),
+        "package",
+    );
+}
+
+#[test]
 fn launch_templates_resolve_to_an_allowlisted_environment() {
     let roster = support::roster();
     let motherduck = roster.server("mcp-server-motherduck").unwrap();

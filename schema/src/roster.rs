@@ -75,12 +75,14 @@ pub enum RosterRow {
     ReferenceRow,
 }
 
-/// Package registry a server is installed from.
+/// Package registry a server is installed from, or `remote` for a server an operator runs elsewhere and
+/// names by URL (nothing is installed; the lock records the URL and the version the server reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Registry {
     Npm,
     Pypi,
+    Remote,
 }
 
 impl Registry {
@@ -88,6 +90,7 @@ impl Registry {
         match self {
             Registry::Npm => "npm",
             Registry::Pypi => "pypi",
+            Registry::Remote => "remote",
         }
     }
 }
@@ -190,6 +193,12 @@ pub struct PackageSpec {
     /// browser folders to the system Chromium and provides `{playwright_browsers}`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub playwright_browsers: bool,
+    /// npm or PyPI: install the package from this local path instead of the registry (an operator's
+    /// pre-release build or own server): a directory, a wheel or sdist, or an npm tarball (`.tgz`).
+    /// A relative path is read from the roster directory. Its dependencies still come from the
+    /// registry. The lock records the local content's SHA-256 as the package's content hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -202,7 +211,9 @@ fn is_false(b: &bool) -> bool {
 pub struct LaunchSpec {
     #[serde(default = "default_transport")]
     pub transport: Transport,
-    /// Program template, usually under `{prefix}` (the server's install prefix).
+    /// Program template, usually under `{prefix}` (the server's install prefix). Empty for a remote
+    /// server (reached by URL, never started by the runner).
+    #[serde(default)]
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
@@ -218,7 +229,9 @@ pub struct LaunchSpec {
     /// The server ignores end of input and must be stopped with a signal.
     #[serde(default, skip_serializing_if = "is_false")]
     pub needs_signal_to_stop: bool,
-    /// Streamable HTTP only: the URL template.
+    /// Streamable HTTP only. For a server the runner starts in its HTTP mode inside the attempt's
+    /// sandbox, the URL it serves there, `http://127.0.0.1:{port}/PATH` (`{port}` is chosen by the
+    /// runner and may appear in `args` and `env` too). For a remote server, its fixed URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
 }
@@ -431,6 +444,11 @@ pub struct LockEntry {
     pub runtime: String,
     /// Every package in the install as `name==version`, sorted.
     pub packages: Vec<String>,
+    /// Where the server came from when not from its registry by name: `local <path as written>` (the
+    /// integrity is then the local content's `sha256:…`) or `remote <url>` (the version is the one the
+    /// server reported in `initialize`). Absent for registry installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// Language runtimes that come from a package registry rather than the machine: `roster/runtimes.toml`.

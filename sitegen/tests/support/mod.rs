@@ -341,6 +341,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                 package: format!("@example/{id}"),
                 version: "1.2.3".into(),
                 content_sha256: None,
+                source: None,
             });
         }
     }
@@ -939,6 +940,7 @@ pub fn real_shape(root: &Path) -> RealShape {
                 package: "@example/db".into(),
                 version: "1.4.0".into(),
                 content_sha256: None,
+                source: None,
             }],
             agents: spec
                 .agents
