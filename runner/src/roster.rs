@@ -435,6 +435,17 @@ pub fn validate_server(
             }
         }
     }
+    if let Some(swap) = &server.swap
+        && [&swap.replaces, &swap.reason, &swap.adoption]
+            .iter()
+            .any(|t| t.trim().is_empty())
+    {
+        return Err(field_error(
+            file,
+            "swap",
+            "a swap names the server it replaces, the reason and the adoption figures",
+        ));
+    }
     for (i, fix) in server.fixes.iter().enumerate() {
         if fix.problem.trim().is_empty() || fix.fix.trim().is_empty() {
             return Err(field_error(

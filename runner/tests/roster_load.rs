@@ -19,6 +19,8 @@ const REQUIRED: &[&str] = &[
     "duckduckgo-mcp-server",
     "mcp-searxng",
     "scrapling",
+    "mcp-npx-fetch",
+    "kazuph-mcp-fetch",
     // browser
     "playwright-mcp",
     "chrome-devtools-mcp",
@@ -28,6 +30,7 @@ const REQUIRED: &[&str] = &[
     "browser-use",
     "lightpanda",
     "server-puppeteer",
+    "hisma-server-puppeteer",
     // databases
     "dbhub",
     "postgres-mcp",
@@ -71,6 +74,28 @@ fn the_repository_roster_loads_with_every_required_server() {
     assert_eq!(
         reference_rows,
         BTreeSet::from(["server-postgres", "server-puppeteer"])
+    );
+    // Eight active servers per category; the seed servers that cannot run here are logged swaps.
+    for category in [Category::Browser, Category::WebFetch, Category::Databases] {
+        let active = roster
+            .servers
+            .values()
+            .filter(|s| s.category == category && s.row == RosterRow::Active)
+            .count();
+        assert_eq!(active, 8, "{}: {active} active servers", category.as_str());
+    }
+    let swapped: BTreeSet<&str> = roster
+        .servers
+        .values()
+        .filter_map(|s| s.swap.as_ref().map(|w| w.replaces.as_str()))
+        .collect();
+    assert_eq!(
+        swapped,
+        BTreeSet::from([
+            "Crawl4AI (Docker MCP)",
+            "Steel MCP (local mode)",
+            "open-webSearch (fetchWebContent)"
+        ])
     );
 }
 

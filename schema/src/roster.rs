@@ -363,6 +363,22 @@ pub struct ServerConfig {
     /// Free-text notes published with the configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    /// Present when this server took the place of a seed-roster server that cannot run here (the
+    /// roster rules: every swap is logged with its reason and adoption figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<Swap>,
+}
+
+/// A logged roster swap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Swap {
+    /// The seed-roster server replaced.
+    pub replaces: String,
+    /// Why it cannot run here.
+    pub reason: String,
+    /// Why this one: adoption figures (downloads, stars) and the inclusion criteria it meets.
+    pub adoption: String,
 }
 
 impl ServerConfig {
