@@ -424,6 +424,22 @@ pub fn validate_server(
                     format!("tool `{}` is not in observed.tools", step.tool),
                 ));
             }
+            if let Some(until) = &step.until {
+                if let Err(e) = regex::Regex::new(&without_placeholders(&until.pattern)) {
+                    return Err(field_error(
+                        file,
+                        format!("recipes.{task}.steps[{i}].until.pattern"),
+                        e.to_string(),
+                    ));
+                }
+                if until.calls == 0 || until.calls > 120 || until.pause_ms > 10_000 {
+                    return Err(field_error(
+                        file,
+                        format!("recipes.{task}.steps[{i}].until"),
+                        "`calls` is 1 to 120 and `pause_ms` at most 10000",
+                    ));
+                }
+            }
             if let Some(capture) = &step.capture
                 && let Err(e) = regex::Regex::new(&without_placeholders(&capture.pattern))
             {

@@ -296,6 +296,22 @@ pub struct RecipeStep {
     /// values) becomes `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<Capture>,
+    /// Poll: call the step again, after a pause, until its text result matches, as an agent waiting
+    /// for late content would with a server that has no wait tool of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
+}
+
+/// When a polled step is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Until {
+    /// A regex (with `{{binding}}` placeholders filled regex-escaped) the result must match.
+    pub pattern: String,
+    /// Calls at most, the first included.
+    pub calls: u32,
+    /// Pause between calls, milliseconds.
+    pub pause_ms: u64,
 }
 
 /// A value captured from a tool result (e.g. an element reference from a page snapshot).
