@@ -392,5 +392,7 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
     });
     let teardown = world.teardown().unwrap();
     assert_eq!(teardown.processes_left, 0);
+    // The teardown killed it: reaped here.
+    child.wait().unwrap();
     eprintln!("wall time: {:.1} s", started.elapsed().as_secs_f64());
 }
