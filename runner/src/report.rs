@@ -27,9 +27,14 @@ pub struct RosterRow {
     pub installs: String,
     /// Fix kinds, in roster order.
     pub fixes: Vec<String>,
+    /// The seed-roster server this one replaces, if it was swapped in.
+    pub swap: Option<String>,
     /// Reference attempts on core tasks that count (re-run classes left out).
     pub attempted: usize,
     pub passed: usize,
+    /// The same over the core tasks the server's tools support (its recipe is not `unsupported`).
+    pub supported_attempted: usize,
+    pub supported_passed: usize,
     /// Core tasks the roster has no reference recipe for.
     pub no_recipe: usize,
     /// Outcome classes of the attempts that did not pass, with counts.
@@ -128,6 +133,16 @@ pub fn roster_rows(
             .iter()
             .filter(|a| !a.outcome.is_rerun_class())
             .collect();
+        // A task the server's tools cannot do has a recipe that says so, with the reason.
+        let supported: Vec<&&AttemptRecord> = counted
+            .iter()
+            .copied()
+            .filter(|a| {
+                server
+                    .recipe(&a.task_id)
+                    .is_none_or(|r| r.unsupported.is_none())
+            })
+            .collect();
         let mut not_passed = BTreeMap::new();
         let mut no_recipe = 0;
         for a in &counted {
@@ -161,11 +176,19 @@ pub fn roster_rows(
                     ""
                 }
             ),
-            package: format!(
-                "{} ({})",
-                server.package.name,
-                server.package.registry.as_str()
-            ),
+            package: match (&server.package.local, server.package.registry) {
+                (_, agentrank_schema::roster::Registry::Remote) => format!(
+                    "{} (remote: {})",
+                    server.package.name,
+                    server.launch.url.as_deref().unwrap_or_default()
+                ),
+                (Some(path), registry) => format!(
+                    "{} ({}, local package {path})",
+                    server.package.name,
+                    registry.as_str()
+                ),
+                (None, registry) => format!("{} ({})", server.package.name, registry.as_str()),
+            },
             version: server.package.version.clone(),
             installs: match installs.get(id) {
                 Some(Ok(())) => "yes".into(),
@@ -173,8 +196,14 @@ pub fn roster_rows(
                 None => "not checked".into(),
             },
             fixes: server.fixes.iter().map(|f| serde_name(f.kind)).collect(),
+            swap: server.swap.as_ref().map(|s| s.replaces.clone()),
             attempted: counted.len(),
             passed: counted
+                .iter()
+                .filter(|a| a.outcome == OutcomeClass::Pass)
+                .count(),
+            supported_attempted: supported.len(),
+            supported_passed: supported
                 .iter()
                 .filter(|a| a.outcome == OutcomeClass::Pass)
                 .count(),
@@ -196,26 +225,32 @@ pub fn render_markdown(rows: &[RosterRow], bundle_id: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Reference-agent reachability from bundle `{bundle_id}` (core tasks, one attempt each; re-run classes left out). Cold start: median time from the tap's start to the server's `initialize` answer over its attempts.\n"
+        "Reference-agent reachability from bundle `{bundle_id}` (core tasks, one attempt each; re-run classes left out), over the core tasks the server's tools support (its recipe is not `unsupported`) and over all core tasks. Cold start: median time from the tap's start to the server's `initialize` answer over its attempts.\n"
     );
     let _ = writeln!(
         out,
-        "| Server | Category | Row | Package | Version | Installs here | Fixes | Reference passes | Not passed | Cold start |"
+        "| Server | Category | Row | Package | Version | Installs here | Swap, fixes | Reach, supported core | Reach, all core | Not passed | Cold start |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     let mut sorted: Vec<&RosterRow> = rows.iter().collect();
     sorted.sort_by(|a, b| (&a.category, &a.server_id).cmp(&(&b.category, &b.server_id)));
-    for r in sorted {
-        let reach = if r.attempted == 0 {
+    let reach = |passed: usize, attempted: usize| {
+        if attempted == 0 {
             "not run".to_string()
         } else {
             format!(
-                "{}/{} ({:.0}%)",
-                r.passed,
-                r.attempted,
-                100.0 * r.passed as f64 / r.attempted as f64
+                "{passed}/{attempted} ({:.0}%)",
+                100.0 * passed as f64 / attempted as f64
             )
-        };
+        }
+    };
+    for r in sorted {
+        let mut changes: Vec<String> = r
+            .swap
+            .iter()
+            .map(|s| format!("swap: replaces {s}"))
+            .collect();
+        changes.extend(r.fixes.iter().cloned());
         let mut not_passed: Vec<String> = r
             .not_passed
             .iter()
@@ -229,19 +264,20 @@ pub fn render_markdown(rows: &[RosterRow], bundle_id: &str) -> String {
         });
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&r.server_id),
             cell(&r.category),
             cell(&r.row),
             cell(&r.package),
             cell(&r.version),
             cell(&r.installs),
-            if r.fixes.is_empty() {
+            if changes.is_empty() {
                 "none".to_string()
             } else {
-                cell(&r.fixes.join(", "))
+                cell(&changes.join(", "))
             },
-            reach,
+            reach(r.supported_passed, r.supported_attempted),
+            reach(r.passed, r.attempted),
             if not_passed.is_empty() {
                 "—".to_string()
             } else {
@@ -380,8 +416,11 @@ mod tests {
             version: "1.0.0".into(),
             installs: "yes".into(),
             fixes: vec!["runtime".into()],
+            swap: Some("Steel MCP".into()),
             attempted: 4,
             passed: 3,
+            supported_attempted: 3,
+            supported_passed: 3,
             no_recipe: 1,
             not_passed: BTreeMap::from([("FAIL".to_string(), 1)]),
             cold_start_ms: Some(1234.0),
@@ -389,7 +428,7 @@ mod tests {
         };
         let md = render_markdown(&[row], "b1");
         assert!(
-            md.contains("| srv\\|x | web-fetch | active | srv (npm) | 1.0.0 | yes | runtime | 3/4 (75%) | FAIL 1, (1 without a recipe) | 1.23 s (n=4) |"),
+            md.contains("| srv\\|x | web-fetch | active | srv (npm) | 1.0.0 | yes | swap: replaces Steel MCP, runtime | 3/3 (100%) | 3/4 (75%) | FAIL 1, (1 without a recipe) | 1.23 s (n=4) |"),
             "{md}"
         );
     }

@@ -264,6 +264,46 @@ pub fn validate_server(
                 }
             }
         }
+        Registry::Remote => {
+            let pkg = &server.package;
+            let installs = pkg.local.is_some()
+                || !pkg.with.is_empty()
+                || pkg.node.is_some()
+                || pkg.python.is_some()
+                || pkg.ignore_scripts
+                || pkg.no_deps
+                || !pkg.npm_prepare.is_empty()
+                || pkg.playwright_browsers;
+            if installs {
+                return Err(field_error(
+                    file,
+                    "package",
+                    "a remote server is reached by URL: it takes no install settings (local, with, node, python, …)",
+                ));
+            }
+            if server.launch.transport != Transport::StreamableHttp {
+                return Err(field_error(
+                    file,
+                    "launch.transport",
+                    "a remote server is reached over `streamable-http`",
+                ));
+            }
+            if !server.launch.command.is_empty() {
+                return Err(field_error(
+                    file,
+                    "launch.command",
+                    "a remote server is not started by the runner: leave the command out",
+                ));
+            }
+            let url = server.launch.url.as_deref().unwrap_or_default();
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains('{') {
+                return Err(field_error(
+                    file,
+                    "launch.url",
+                    format!("`{url}` is not a fixed http:// or https:// URL"),
+                ));
+            }
+        }
         Registry::Pypi => {
             if server.package.node.is_some()
                 || server.package.ignore_scripts
@@ -297,6 +337,21 @@ pub fn validate_server(
                 "launch.url",
                 "a Streamable HTTP server needs a URL",
             ));
+        }
+        Transport::StreamableHttp if server.package.registry != Registry::Remote => {
+            if server.launch.command.is_empty() {
+                return Err(field_error(file, "launch.command", "empty"));
+            }
+            let url = server.launch.url.as_deref().unwrap_or_default();
+            if crate::mcp::http::sandboxed_url(url).is_none() {
+                return Err(field_error(
+                    file,
+                    "launch.url",
+                    format!(
+                        "`{url}`: a server started in its HTTP mode serves `http://127.0.0.1:{{port}}/PATH` inside its sandbox"
+                    ),
+                ));
+            }
         }
         _ => {}
     }
@@ -369,6 +424,22 @@ pub fn validate_server(
                     format!("tool `{}` is not in observed.tools", step.tool),
                 ));
             }
+            if let Some(until) = &step.until {
+                if let Err(e) = regex::Regex::new(&without_placeholders(&until.pattern)) {
+                    return Err(field_error(
+                        file,
+                        format!("recipes.{task}.steps[{i}].until.pattern"),
+                        e.to_string(),
+                    ));
+                }
+                if until.calls == 0 || until.calls > 120 || until.pause_ms > 10_000 {
+                    return Err(field_error(
+                        file,
+                        format!("recipes.{task}.steps[{i}].until"),
+                        "`calls` is 1 to 120 and `pause_ms` at most 10000",
+                    ));
+                }
+            }
             if let Some(capture) = &step.capture
                 && let Err(e) = regex::Regex::new(&without_placeholders(&capture.pattern))
             {
@@ -379,6 +450,17 @@ pub fn validate_server(
                 ));
             }
         }
+    }
+    if let Some(swap) = &server.swap
+        && [&swap.replaces, &swap.reason, &swap.adoption]
+            .iter()
+            .any(|t| t.trim().is_empty())
+    {
+        return Err(field_error(
+            file,
+            "swap",
+            "a swap names the server it replaces, the reason and the adoption figures",
+        ));
     }
     for (i, fix) in server.fixes.iter().enumerate() {
         if fix.problem.trim().is_empty() || fix.fix.trim().is_empty() {

@@ -271,15 +271,17 @@ fn draft_for(
     for block in &sweep.categories {
         for id in &block.servers {
             if let Some(s) = roster.servers.get(id) {
-                let content = crate::roster::install::installed(roster, cache_dir, id)
+                let lock = crate::roster::install::installed(roster, cache_dir, id)
                     .ok()
-                    .map(|i| i.lock.tree_sha256);
+                    .map(|i| i.lock);
                 servers.push(LockedServer {
                     server_id: id.clone(),
                     registry: s.package.registry.as_str().into(),
                     package: s.package.name.clone(),
-                    version: s.package.version.clone(),
-                    content_sha256: content,
+                    // A remote server's is the version it reported (equal to the pin, or no install).
+                    version: lock.as_ref().map_or(s.package.version.clone(), |l| l.version.clone()),
+                    content_sha256: lock.as_ref().map(|l| l.tree_sha256.clone()),
+                    source: lock.as_ref().and_then(crate::roster::install::locked_source),
                 });
                 server_configs.insert(id.clone(), serde_json::to_value(s).unwrap_or_default());
             }

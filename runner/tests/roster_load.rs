@@ -19,6 +19,8 @@ const REQUIRED: &[&str] = &[
     "duckduckgo-mcp-server",
     "mcp-searxng",
     "scrapling",
+    "mcp-npx-fetch",
+    "kazuph-mcp-fetch",
     // browser
     "playwright-mcp",
     "chrome-devtools-mcp",
@@ -28,6 +30,7 @@ const REQUIRED: &[&str] = &[
     "browser-use",
     "lightpanda",
     "server-puppeteer",
+    "hisma-server-puppeteer",
     // databases
     "dbhub",
     "postgres-mcp",
@@ -71,6 +74,28 @@ fn the_repository_roster_loads_with_every_required_server() {
     assert_eq!(
         reference_rows,
         BTreeSet::from(["server-postgres", "server-puppeteer"])
+    );
+    // Eight active servers per category; the seed servers that cannot run here are logged swaps.
+    for category in [Category::Browser, Category::WebFetch, Category::Databases] {
+        let active = roster
+            .servers
+            .values()
+            .filter(|s| s.category == category && s.row == RosterRow::Active)
+            .count();
+        assert_eq!(active, 8, "{}: {active} active servers", category.as_str());
+    }
+    let swapped: BTreeSet<&str> = roster
+        .servers
+        .values()
+        .filter_map(|s| s.swap.as_ref().map(|w| w.replaces.as_str()))
+        .collect();
+    assert_eq!(
+        swapped,
+        BTreeSet::from([
+            "Crawl4AI (Docker MCP)",
+            "Steel MCP (local mode)",
+            "open-webSearch (fetchWebContent)"
+        ])
     );
 }
 
@@ -231,6 +256,56 @@ fn broken_configurations_name_file_and_field() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("field `category`"), "{err}");
+}
+
+#[test]
+fn servers_an_operator_brings_load_and_their_mistakes_name_the_field() {
+    // A local package and a server in its own HTTP mode load beside registry packages.
+    let local = GOOD.replace(
+        "version = \"1.2.3\"",
+        "version = \"1.2.3\"\nlocal = \"../dist/demo-server-1.2.3.tgz\"",
+    );
+    load_with(&local, "web-fetch/demo.toml").unwrap();
+    let http = GOOD.replace(
+        "args = [\"--flag\"]",
+        "transport = \"streamable-http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nargs = [\"--port\", \"{port}\"]",
+    );
+    load_with(&http, "web-fetch/demo.toml").unwrap();
+    let remote = GOOD
+        .replace("registry = \"npm\"", "registry = \"remote\"")
+        .replace(
+            "command = \"{prefix_bin}/demo\"\nargs = [\"--flag\"]",
+            "transport = \"streamable-http\"\nurl = \"https://mcp.example.invalid/mcp\"",
+        );
+    let roster = load_with(&remote, "web-fetch/demo.toml").unwrap();
+    assert!(roster.servers["demo"].launch.command.is_empty());
+    // Mistakes, each named by its field.
+    expect_error(
+        &http.replace("http://127.0.0.1:{port}/mcp", "http://127.0.0.1:8080/mcp"),
+        "launch.url",
+    );
+    expect_error(
+        &remote.replace("transport = \"streamable-http\"\n", ""),
+        "launch.transport",
+    );
+    expect_error(
+        &remote.replace("https://mcp.example.invalid/mcp", "https://mcp.example.invalid/{port}"),
+        "launch.url",
+    );
+    expect_error(
+        &remote.replace(
+            "transport = \"streamable-http\"",
+            "transport = \"streamable-http\"\ncommand = \"{prefix_bin}/demo\"",
+        ),
+        "launch.command",
+    );
+    expect_error(
+        &remote.replace(
+            "version = \"1.2.3\"",
+            "version = \"1.2.3\"\nlocal = \"../dist/demo.tgz\"",
+        ),
+        "package",
+    );
 }
 
 #[test]

@@ -194,6 +194,7 @@ fn every_fault_mode_sweeps_seals_verifies_analyses_and_builds_a_site_without_pri
             package_count: 1,
             runtime: "python 3 (system)".into(),
             packages: vec!["agentrank-misbehaving-server==1.0.0".into()],
+            source: None,
         };
         std::fs::write(
             dir.join("agentrank-install.json"),

@@ -104,6 +104,10 @@ pub struct LockedServer {
     pub version: String,
     /// SHA-256 over the installed package content (the install cache's record).
     pub content_sha256: Option<String>,
+    /// A server an operator brought: `local <path> sha256:<content>` for a local package, `remote <url>`
+    /// for a server reached by URL (whose `version` is the one it reported). Absent for registry installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One agent program and its pinned model.

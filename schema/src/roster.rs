@@ -75,12 +75,14 @@ pub enum RosterRow {
     ReferenceRow,
 }
 
-/// Package registry a server is installed from.
+/// Package registry a server is installed from, or `remote` for a server an operator runs elsewhere and
+/// names by URL (nothing is installed; the lock records the URL and the version the server reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Registry {
     Npm,
     Pypi,
+    Remote,
 }
 
 impl Registry {
@@ -88,6 +90,7 @@ impl Registry {
         match self {
             Registry::Npm => "npm",
             Registry::Pypi => "pypi",
+            Registry::Remote => "remote",
         }
     }
 }
@@ -190,6 +193,12 @@ pub struct PackageSpec {
     /// browser folders to the system Chromium and provides `{playwright_browsers}`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub playwright_browsers: bool,
+    /// npm or PyPI: install the package from this local path instead of the registry (an operator's
+    /// pre-release build or own server): a directory, a wheel or sdist, or an npm tarball (`.tgz`).
+    /// A relative path is read from the roster directory. Its dependencies still come from the
+    /// registry. The lock records the local content's SHA-256 as the package's content hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -202,7 +211,9 @@ fn is_false(b: &bool) -> bool {
 pub struct LaunchSpec {
     #[serde(default = "default_transport")]
     pub transport: Transport,
-    /// Program template, usually under `{prefix}` (the server's install prefix).
+    /// Program template, usually under `{prefix}` (the server's install prefix). Empty for a remote
+    /// server (reached by URL, never started by the runner).
+    #[serde(default)]
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
@@ -218,7 +229,9 @@ pub struct LaunchSpec {
     /// The server ignores end of input and must be stopped with a signal.
     #[serde(default, skip_serializing_if = "is_false")]
     pub needs_signal_to_stop: bool,
-    /// Streamable HTTP only: the URL template.
+    /// Streamable HTTP only. For a server the runner starts in its HTTP mode inside the attempt's
+    /// sandbox, the URL it serves there, `http://127.0.0.1:{port}/PATH` (`{port}` is chosen by the
+    /// runner and may appear in `args` and `env` too). For a remote server, its fixed URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
 }
@@ -283,6 +296,22 @@ pub struct RecipeStep {
     /// values) becomes `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<Capture>,
+    /// Poll: call the step again, after a pause, until its text result matches, as an agent waiting
+    /// for late content would with a server that has no wait tool of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
+}
+
+/// When a polled step is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Until {
+    /// A regex (with `{{binding}}` placeholders filled regex-escaped) the result must match.
+    pub pattern: String,
+    /// Calls at most, the first included.
+    pub calls: u32,
+    /// Pause between calls, milliseconds.
+    pub pause_ms: u64,
 }
 
 /// A value captured from a tool result (e.g. an element reference from a page snapshot).
@@ -350,6 +379,22 @@ pub struct ServerConfig {
     /// Free-text notes published with the configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    /// Present when this server took the place of a seed-roster server that cannot run here (the
+    /// roster rules: every swap is logged with its reason and adoption figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<Swap>,
+}
+
+/// A logged roster swap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Swap {
+    /// The seed-roster server replaced.
+    pub replaces: String,
+    /// Why it cannot run here.
+    pub reason: String,
+    /// Why this one: adoption figures (downloads, stars) and the inclusion criteria it meets.
+    pub adoption: String,
 }
 
 impl ServerConfig {
@@ -431,6 +476,11 @@ pub struct LockEntry {
     pub runtime: String,
     /// Every package in the install as `name==version`, sorted.
     pub packages: Vec<String>,
+    /// Where the server came from when not from its registry by name: `local <path as written>` (the
+    /// integrity is then the local content's `sha256:…`) or `remote <url>` (the version is the one the
+    /// server reported in `initialize`). Absent for registry installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// Language runtimes that come from a package registry rather than the machine: `roster/runtimes.toml`.

@@ -33,6 +33,7 @@ pub fn sample_draft(bundle_id: &str) -> ManifestDraft {
                 package: "@example/sample-server".into(),
                 version: "1.0.0".into(),
                 content_sha256: Some(crate::ids::sha256_hex(b"package")),
+                source: None,
             }],
             agents: vec![LockedAgent {
                 agent_id: "reference".into(),

@@ -79,13 +79,34 @@ pub fn server_input(id: &str, v: &Value) -> ServerInput {
             })
             .unwrap_or_default()
     };
+    // A server an operator brought is labelled wherever its name appears: a local package (not the
+    // registry's) or a remote server (reached by URL, not run in the sandbox).
+    let local = pkg.get("local").and_then(Value::as_str);
+    let remote = s(&pkg, "registry") == "remote";
+    let name = Some(s(v, "name"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| id.to_string());
     ServerInput {
         id: id.to_string(),
         category: s(v, "category"),
-        display_name: Some(s(v, "name"))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| id.to_string()),
-        package: format!("{} ({})", s(&pkg, "name"), s(&pkg, "registry")),
+        display_name: match (local, remote) {
+            (_, true) => format!("{name} (remote)"),
+            (Some(_), _) => format!("{name} (local package)"),
+            _ => name,
+        },
+        package: match (local, remote) {
+            (_, true) => format!(
+                "{} (remote, Streamable HTTP: {})",
+                s(&pkg, "name"),
+                s(&launch, "url")
+            ),
+            (Some(path), _) => format!(
+                "{} ({}, local package {path})",
+                s(&pkg, "name"),
+                s(&pkg, "registry")
+            ),
+            _ => format!("{} ({})", s(&pkg, "name"), s(&pkg, "registry")),
+        },
         version: s(&pkg, "version"),
         command: s(&launch, "command"),
         args: strings(launch.get("args")),
@@ -350,7 +371,10 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
     for sv in &d.lock.servers {
         lock.insert(
             format!("server {}", sv.server_id),
-            format!("{} {} ({})", sv.package, sv.version, sv.registry),
+            match &sv.source {
+                Some(source) => format!("{} {} ({}; {source})", sv.package, sv.version, sv.registry),
+                None => format!("{} {} ({})", sv.package, sv.version, sv.registry),
+            },
         );
     }
     for ag in &d.lock.agents {
@@ -905,4 +929,54 @@ pub fn load_content(dir: &Path) -> Result<BTreeMap<String, String>, LoadError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(package: Value, launch: Value) -> Value {
+        serde_json::json!({
+            "id": "s", "name": "Vendor server", "category": "web-fetch", "row": "active",
+            "package": package, "launch": launch,
+        })
+    }
+
+    #[test]
+    fn servers_an_operator_brings_are_labelled_with_their_source() {
+        let registry = server_input(
+            "s",
+            &config(
+                serde_json::json!({"registry": "npm", "name": "@v/s", "version": "1.0.0"}),
+                serde_json::json!({"command": "{prefix_bin}/s"}),
+            ),
+        );
+        assert_eq!(registry.display_name, "Vendor server");
+        assert_eq!(registry.package, "@v/s (npm)");
+        let local = server_input(
+            "s",
+            &config(
+                serde_json::json!({"registry": "pypi", "name": "s", "version": "2.0.0rc1",
+                                   "local": "../dist/s-2.0.0rc1-py3-none-any.whl"}),
+                serde_json::json!({"command": "{venv_bin}/s"}),
+            ),
+        );
+        assert_eq!(local.display_name, "Vendor server (local package)");
+        assert_eq!(
+            local.package,
+            "s (pypi, local package ../dist/s-2.0.0rc1-py3-none-any.whl)"
+        );
+        let remote = server_input(
+            "s",
+            &config(
+                serde_json::json!({"registry": "remote", "name": "s", "version": "3.1.0"}),
+                serde_json::json!({"transport": "streamable-http", "url": "https://mcp.example.org/mcp"}),
+            ),
+        );
+        assert_eq!(remote.display_name, "Vendor server (remote)");
+        assert_eq!(
+            remote.package,
+            "s (remote, Streamable HTTP: https://mcp.example.org/mcp)"
+        );
+    }
 }

@@ -425,7 +425,23 @@ pub async fn run_reference(
                 }
             };
             seq += 1;
-            match call(session, progress, seq, &step.tool, args).await {
+            let mut result = call(session, progress, seq, &step.tool, args.clone()).await;
+            // A polled step is called again, after its pause, until its result matches.
+            if let Some(until) = &step.until {
+                let pattern = fill_str(&until.pattern, &b).unwrap_or_else(|_| until.pattern.clone());
+                let re = regex::Regex::new(&pattern).ok();
+                let mut calls = 1;
+                while calls < until.calls
+                    && let (Some(re), Ok((text, _))) = (&re, &result)
+                    && !re.is_match(text)
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(until.pause_ms)).await;
+                    seq += 1;
+                    calls += 1;
+                    result = call(session, progress, seq, &step.tool, args.clone()).await;
+                }
+            }
+            match result {
                 Ok((text, is_error)) => {
                     if is_error {
                         errors.push(text.lines().next().unwrap_or("").to_string());

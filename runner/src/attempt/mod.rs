@@ -708,6 +708,38 @@ fn harness_start_failure(e: &crate::mcp::McpError, tape: &Path) -> Option<Harnes
     }
 }
 
+/// How the runner reaches an attempt's server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reach {
+    /// Started in the sandbox, through the stdio tap.
+    Stdio,
+    /// Started in the sandbox in its own HTTP mode on `port`, serving `path`.
+    Sandboxed { port: u16, path: String },
+    /// Not started here: an operator's server at `url`.
+    Remote { url: String },
+}
+
+impl Reach {
+    fn of(server: &agentrank_schema::roster::ServerConfig, backend: BackendKind) -> Reach {
+        use agentrank_schema::roster::{Registry, Transport};
+        let url = server.launch.url.clone().unwrap_or_default();
+        match (server.launch.transport, server.package.registry) {
+            (Transport::Stdio, _) => Reach::Stdio,
+            (Transport::StreamableHttp, Registry::Remote) => Reach::Remote { url },
+            (Transport::StreamableHttp, _) => Reach::Sandboxed {
+                // Unisolated, the server shares the runner's loopback: a free port of its own.
+                port: match backend {
+                    BackendKind::Netns => crate::mcp::http::SANDBOX_HTTP_PORT,
+                    BackendKind::None => crate::sidecar::free_loopback_port()
+                        .unwrap_or(crate::mcp::http::SANDBOX_HTTP_PORT),
+                },
+                // The loader checked the form.
+                path: crate::mcp::http::sandboxed_url(&url).unwrap_or_else(|| "/".into()),
+            },
+        }
+    }
+}
+
 /// Runs one slot. `rerun_of` names the attempt this one re-runs.
 pub fn run_attempt(
     env: &AttemptEnv,
@@ -870,7 +902,7 @@ pub fn run_attempt(
             Err(e) => signals
                 .harness_faults
                 .push(HarnessFault::Environment(format!("sandbox: {e}"))),
-            Ok(world) => {
+            Ok(mut world) => {
                 let h = world.health_check();
                 if !h.healthy && matches!(instance.environment, Environment::Site(_)) {
                     signals
@@ -920,6 +952,12 @@ pub fn run_attempt(
                             ))),
                     }
                 }
+                // A server in its own HTTP mode gets a port inside its world (`{port}`); the runner
+                // reaches it through a relay from its own loopback.
+                let reach = Reach::of(server, env.backend);
+                if let Reach::Sandboxed { port, .. } = &reach {
+                    ctx.insert("port".into(), port.to_string());
+                }
                 let write_mode =
                     matches!(&instance.environment, Environment::Database(d) if d.write_mode);
                 match resolve_launch(server, &ctx, write_mode) {
@@ -967,6 +1005,12 @@ pub fn run_attempt(
                                     .insert("command".into(), server.launch.command.clone().into());
                                 tape_info.insert("args".into(), server.launch.args.clone().into());
                                 tape_info.insert("isolation".into(), env.backend.as_str().into());
+                                if let Some(url) = &server.launch.url
+                                    && reach != Reach::Stdio
+                                {
+                                    tape_info.insert("transport".into(), "streamable-http".into());
+                                    tape_info.insert("url".into(), url.clone().into());
+                                }
                                 if builtin == Some(Builtin::Reference) {
                                     // The reference agent calls its recipe's tools by name; the
                                     // listing its calls are judged against is taken on its own wire.
@@ -986,7 +1030,9 @@ pub fn run_attempt(
                                 let first_try = slot.kind == SlotKind::Scored
                                     && slot.attempt_index == 0
                                     && rerun_index == 0;
+                                // The probes speak stdio lines; a server reached by URL has none.
                                 if env.protocol_probes
+                                    && reach == Reach::Stdio
                                     && first_try
                                     && builtin == Some(Builtin::Reference)
                                     && smoke.contains(&instance.task_id)
@@ -1006,7 +1052,30 @@ pub fn run_attempt(
                                         &slot.category,
                                     );
                                 }
-                                if let Some(config) = &external {
+                                // The URL a server over HTTP is reached at from here.
+                                let client_url = match &reach {
+                                    Reach::Stdio => Ok(None),
+                                    Reach::Remote { url } => Ok(Some(url.clone())),
+                                    Reach::Sandboxed { port, path } => world
+                                        .expose(*port)
+                                        .map(|addr| Some(format!("http://{addr}{path}")))
+                                        .map_err(|e| format!("relay to the server's port: {e}")),
+                                };
+                                let relay_failed = client_url.is_err();
+                                let client_url = match client_url {
+                                    Ok(u) => u,
+                                    Err(e) => {
+                                        signals.harness_faults.push(HarnessFault::Environment(e));
+                                        None
+                                    }
+                                };
+                                if relay_failed {
+                                    // The relay could not be made: nothing to attach the agent to.
+                                } else if external.is_some() && reach != Reach::Stdio {
+                                    signals.harness_faults.push(HarnessFault::Environment(
+                                        "an external agent reaches its server through the stdio tap; this server is reached over Streamable HTTP (built-in agents only)".into(),
+                                    ));
+                                } else if let Some(config) = &external {
                                     if first_try && smoke.first() == Some(&instance.task_id) {
                                         protocol_rows.push(definition_token_row(
                                             rt, config, &wrapped, limit, &id, slot,
@@ -1039,6 +1108,7 @@ pub fn run_attempt(
                                     redact_tape_file(&mcp_tape, &env.redactor)
                                         .map_err(|e| setup(&id, e))?;
                                 } else {
+                                    let mut reported_version: Option<String> = None;
                                     let outcome = rt.block_on(async {
                                         let options = ClientOptions {
                                             stub_tool_calls: agent == Builtin::StubbedEmpty,
@@ -1052,13 +1122,47 @@ pub fn run_attempt(
                                             redactor: Some(env.redactor.clone()),
                                             ..ClientOptions::default()
                                         };
-                                        let session = McpSession::start(
-                                            &wrapped,
-                                            Some(&mcp_tape),
-                                            &id,
-                                            options,
-                                        )
-                                        .await;
+                                        let session = match (&reach, &client_url) {
+                                            (Reach::Remote { .. }, Some(url)) => {
+                                                McpSession::start_http(
+                                                    url,
+                                                    Some(&mcp_tape),
+                                                    &id,
+                                                    options,
+                                                )
+                                                .await
+                                            }
+                                            (Reach::Sandboxed { port, .. }, Some(url)) => {
+                                                let inside = std::net::SocketAddr::from((
+                                                    std::net::Ipv4Addr::LOCALHOST,
+                                                    *port,
+                                                ));
+                                                let ready =
+                                                    || world.connect_inside(inside).is_ok();
+                                                McpSession::start_http_server(
+                                                    &wrapped,
+                                                    url,
+                                                    &ready,
+                                                    Some(&mcp_tape),
+                                                    &id,
+                                                    options,
+                                                )
+                                                .await
+                                            }
+                                            _ => {
+                                                McpSession::start(
+                                                    &wrapped,
+                                                    Some(&mcp_tape),
+                                                    &id,
+                                                    options,
+                                                )
+                                                .await
+                                            }
+                                        };
+                                        if let (Reach::Remote { .. }, Ok(s)) = (&reach, &session)
+                                        {
+                                            reported_version = s.identity().version.clone();
+                                        }
                                         let session = match session {
                                             Ok(s) => s,
                                             Err(e) => return (Err(e), None),
@@ -1103,6 +1207,18 @@ pub fn run_attempt(
                                         let end = session.close().await;
                                         (Ok(timed_out), end.ok())
                                     });
+                                    // A remote server is pinned by the version it reported at
+                                    // install; another one now is not the server the lock names.
+                                    if let Some(v) = &reported_version
+                                        && *v != installed.lock.version
+                                    {
+                                        signals.harness_faults.push(HarnessFault::Environment(
+                                            format!(
+                                                "the remote server now reports version {v}; the lock records {}",
+                                                installed.lock.version
+                                            ),
+                                        ));
+                                    }
                                     match outcome {
                                         (Err(e), _) => match harness_start_failure(&e, &mcp_tape) {
                                             Some(fault) => signals.harness_faults.push(fault),

@@ -356,16 +356,78 @@ impl McpSession {
         attempt_id: &str,
         options: ClientOptions,
     ) -> Result<McpSession, McpError> {
-        let mut info = serde_json::Map::new();
-        info.insert("url".into(), url.into());
-        info.insert("transport".into(), "streamable-http".into());
-        info.insert(
-            "offered_version".into(),
-            options.offered_version.clone().into(),
-        );
-        let recorder =
-            TapeRecorder::new(tape, attempt_id, info)?.redacting(options.redactor.clone());
+        let recorder = http_recorder(url, tape, attempt_id, &options)?;
+        Self::connect_http(url, recorder, options, None, Instant::now()).await
+    }
+
+    /// Starts a server in its own HTTP mode (`launch`, usually wrapped in the sandbox), waits until
+    /// `ready` says it listens, and connects to it at `url` like [`McpSession::start_http`]. The
+    /// session owns the process: [`McpSession::close`] stops it, and its stderr is kept as a stdio
+    /// server's is (its stdout, where HTTP-mode servers log, is drained and dropped). The cold start
+    /// runs from the spawn to the `initialize` answer.
+    pub async fn start_http_server(
+        launch: &ResolvedLaunch,
+        url: &str,
+        ready: &(dyn Fn() -> bool + Sync),
+        tape: Option<&Path>,
+        attempt_id: &str,
+        options: ClientOptions,
+    ) -> Result<McpSession, McpError> {
+        // The tape starts before the spawn, so its cold start covers the server's own start-up.
+        let recorder = http_recorder(url, tape, attempt_id, &options)?;
         let started = Instant::now();
+        let (mut process, stdin, mut stdout) = match ServerProcess::spawn(launch) {
+            Ok(p) => p,
+            Err(source) => {
+                let _ = recorder.finish("spawn-failed");
+                return Err(McpError::Spawn {
+                    program: launch.program.clone(),
+                    source,
+                });
+            }
+        };
+        // Its stdin stays open (some servers end at end of input whatever their transport) until its
+        // stdout closes.
+        let drain = tokio::spawn(async move {
+            let _stdin = stdin;
+            let mut sink = tokio::io::sink();
+            let _ = tokio::io::copy(&mut stdout, &mut sink).await;
+        });
+        loop {
+            if ready() {
+                break;
+            }
+            if started.elapsed() > options.init_timeout {
+                process.stop(Duration::from_millis(200)).await;
+                let _ = recorder.finish("timeout");
+                return Err(McpError::Timeout {
+                    method: "listening on its HTTP port".into(),
+                    timeout: options.init_timeout,
+                });
+            }
+            if process.has_exited() {
+                let exit = process.stop(Duration::from_millis(200)).await;
+                let _ = recorder.finish(&exit.reason());
+                return Err(McpError::Closed {
+                    method: "listening on its HTTP port".into(),
+                    stderr: process.stderr_tail(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut session =
+            Self::connect_http(url, recorder, options, Some(process), started).await?;
+        session.pumps.push(drain);
+        Ok(session)
+    }
+
+    async fn connect_http(
+        url: &str,
+        recorder: TapeRecorder,
+        options: ClientOptions,
+        mut process: Option<ServerProcess>,
+        started: Instant,
+    ) -> Result<McpSession, McpError> {
         let transport = RecordingTransport {
             inner: rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string()),
             recorder: recorder.clone(),
@@ -379,10 +441,16 @@ impl McpSession {
         let service = match tokio::time::timeout(options.init_timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
+                if let Some(p) = process.as_mut() {
+                    p.stop(Duration::from_millis(200)).await;
+                }
                 let _ = recorder.finish("initialize-failed");
                 return Err(McpError::Initialize(e.to_string()));
             }
             Err(_) => {
+                if let Some(p) = process.as_mut() {
+                    p.stop(Duration::from_millis(200)).await;
+                }
                 let _ = recorder.finish("timeout");
                 return Err(McpError::Timeout {
                     method: "initialize".into(),
@@ -393,7 +461,7 @@ impl McpSession {
         let identity = identity_of(&service, started.elapsed());
         Ok(McpSession {
             service,
-            process: None,
+            process,
             recorder,
             pumps: Vec::new(),
             options,
@@ -583,6 +651,29 @@ impl McpSession {
                 .unwrap_or_default(),
         })
     }
+}
+
+/// The wire tape of a session over HTTP: the given tape information (the configuration as written),
+/// else the URL, and the transport and offered revision.
+fn http_recorder(
+    url: &str,
+    tape: Option<&Path>,
+    attempt_id: &str,
+    options: &ClientOptions,
+) -> Result<TapeRecorder, McpError> {
+    let mut info = serde_json::Map::new();
+    if let Some(given) = &options.tape_info {
+        info.extend(given.clone());
+    }
+    if !info.contains_key("url") {
+        info.insert("url".into(), url.into());
+    }
+    info.insert("transport".into(), "streamable-http".into());
+    info.insert(
+        "offered_version".into(),
+        options.offered_version.clone().into(),
+    );
+    Ok(TapeRecorder::new(tape, attempt_id, info)?.redacting(options.redactor.clone()))
 }
 
 fn identity_of(

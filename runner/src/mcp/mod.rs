@@ -1,5 +1,6 @@
 //! MCP: the runner's client ([`client`], the only code that names the SDK), the stdio tap ([`tap`]),
-//! server processes ([`process`]) and the zero-token protocol probes ([`probes`]).
+//! server processes ([`process`]), servers reached over Streamable HTTP ([`http`]) and the zero-token
+//! protocol probes ([`probes`]).
 //!
 //! Every byte between any client and a server crosses the tap, which forwards it unchanged and writes
 //! the wire tape. [`run_tap_command`] is `agentrank-run tap --out TAPE -- SERVER-COMMAND…`: it puts the
@@ -7,6 +8,7 @@
 //! recorded the same way as the runner's own client.
 
 pub mod client;
+pub mod http;
 pub mod probes;
 pub mod process;
 pub mod tap;

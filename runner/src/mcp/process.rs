@@ -142,6 +142,12 @@ impl ServerProcess {
         self.stderr_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether the process has ended (reaped now if it has). For polling while waiting on something
+    /// else than its pipes, such as an HTTP port.
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
     /// Stops the server: waits `grace` for it to exit on its own (its stdin should already be closed),
     /// then SIGTERM to the group and another `grace`, then SIGKILL. Any processes left in the group
     /// are killed in every case.

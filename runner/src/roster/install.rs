@@ -85,6 +85,12 @@ pub enum InstallError {
     NoPython(String),
     #[error("{file}: {message}")]
     Lock { file: PathBuf, message: String },
+    #[error("server `{server}`: cannot reach {url}: {message}")]
+    Remote {
+        server: String,
+        url: String,
+        message: String,
+    },
     #[error("server `{server}`: installed version {found} differs from the pinned {pinned}")]
     VersionMismatch {
         server: String,
@@ -157,7 +163,17 @@ pub fn install(
 
 /// The cache directory of a server's install (whether or not it exists yet).
 pub fn install_dir(cache_dir: &Path, server: &ServerConfig) -> PathBuf {
-    let spec = serde_json::to_vec(&server.package).unwrap_or_default();
+    install_dir_for(cache_dir, server, None)
+}
+
+/// The cache directory of an install, named also by the local package's content hash when there is
+/// one: a rebuilt local package installs fresh beside the old one, and an offline lookup finds only
+/// an install of exactly the content now at the path.
+fn install_dir_for(cache_dir: &Path, server: &ServerConfig, local_sha: Option<&str>) -> PathBuf {
+    let mut spec = serde_json::to_vec(&server.package).unwrap_or_default();
+    if let Some(sha) = local_sha {
+        spec.extend_from_slice(sha.as_bytes());
+    }
     let hash = hex(&Sha256::digest(&spec));
     cache_dir.join("servers").join(format!(
         "{}@{}-{}",
@@ -165,6 +181,66 @@ pub fn install_dir(cache_dir: &Path, server: &ServerConfig) -> PathBuf {
         server.package.version,
         &hash[..12]
     ))
+}
+
+/// Where a local package named in a roster file is: an absolute path as it is, a relative one from
+/// the roster directory (the parent of the server's category folder).
+pub fn local_path(roster: &Roster, server: &ServerConfig, local: &str) -> PathBuf {
+    let path = Path::new(local);
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let base = roster
+        .files
+        .get(&server.id)
+        .and_then(|f| f.parent())
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    base.join(path)
+}
+
+/// SHA-256 (hex) of a local package: of the file itself (wheel, sdist, npm tarball), or for a
+/// directory of one line per file, sorted by relative path, `path sha256-of-content` (version-control,
+/// dependency and byte-code folders left out).
+pub fn local_content_sha256(path: &Path) -> Result<String, InstallError> {
+    let meta = std::fs::metadata(path).map_err(io_err(path))?;
+    if meta.is_file() {
+        let bytes = std::fs::read(path).map_err(io_err(path))?;
+        return Ok(hex(&Sha256::digest(&bytes)));
+    }
+    let mut files = Vec::new();
+    collect_files(path, path, &mut files)?;
+    files.sort();
+    let mut lines = String::new();
+    for rel in files {
+        let full = path.join(&rel);
+        let bytes = std::fs::read(&full).map_err(io_err(&full))?;
+        lines.push_str(&format!("{rel} {}\n", hex(&Sha256::digest(&bytes))));
+    }
+    Ok(hex(&Sha256::digest(lines.as_bytes())))
+}
+
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), InstallError> {
+    for entry in std::fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if matches!(
+            name.as_str(),
+            ".git" | "node_modules" | "__pycache__" | ".venv" | "target"
+        ) {
+            continue;
+        }
+        let path = entry.path();
+        let kind = entry.file_type().map_err(io_err(&path))?;
+        if kind.is_dir() {
+            collect_files(root, &path, out)?;
+        } else if kind.is_file() {
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            out.push(rel.display().to_string());
+        }
+    }
+    Ok(())
 }
 
 /// Finds an installed server without touching the network.
@@ -187,7 +263,28 @@ fn install_one(
     server: &ServerConfig,
     options: &InstallOptions,
 ) -> Result<InstalledServer, InstallError> {
-    let dir = install_dir(&options.cache_dir, server);
+    let local = match &server.package.local {
+        Some(written) => {
+            let path = local_path(roster, server, written);
+            if !path.exists() {
+                return Err(InstallError::Lock {
+                    file: roster.files.get(&server.id).cloned().unwrap_or_default(),
+                    message: format!(
+                        "package.local: `{written}` ({}) does not exist",
+                        path.display()
+                    ),
+                });
+            }
+            let sha = local_content_sha256(&path)?;
+            Some((written.clone(), path, sha))
+        }
+        None => None,
+    };
+    let dir = install_dir_for(
+        &options.cache_dir,
+        server,
+        local.as_ref().map(|(_, _, sha)| sha.as_str()),
+    );
     let marker = dir.join(MARKER);
     let mut context = LaunchContext::new();
     context.insert("prefix".into(), dir.display().to_string());
@@ -216,6 +313,7 @@ fn install_one(
                 dir.join("venv/bin").display().to_string(),
             );
         }
+        Registry::Remote => {}
     }
     if marker.exists() && made_elsewhere(&dir) {
         // A virtual environment names its own path in its scripts: a moved cache cannot run it.
@@ -247,16 +345,41 @@ fn install_one(
         std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     }
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let lock = match server.package.registry {
+    let from = local.as_ref().map(|(_, path, _)| path.as_path());
+    let mut lock = match server.package.registry {
         Registry::Npm => {
-            let lock = install_npm(server, &dir, context.get("node_bin").map(PathBuf::from))?;
+            let lock = install_npm(
+                server,
+                &dir,
+                context.get("node_bin").map(PathBuf::from),
+                from,
+            )?;
             if server.package.playwright_browsers {
                 link_playwright_browsers(&dir, &options.chromium)?;
             }
             lock
         }
-        Registry::Pypi => install_pypi(server, &dir)?,
+        Registry::Pypi => install_pypi(server, &dir, from)?,
+        Registry::Remote => remote_lock(server)?,
     };
+    if let Some((written, _, sha)) = &local {
+        // The registry has no hash for it: the local content's own is the package's content hash,
+        // in the lock and in the digest of the whole tree.
+        lock.integrity = format!("sha256:{sha}");
+        lock.source = Some(format!("local {written}"));
+        let top = format!(
+            "{}=={}",
+            if server.package.registry == Registry::Pypi {
+                normalize_pypi(base_name(&server.package.name))
+            } else {
+                server.package.name.clone()
+            },
+            lock.version
+        );
+        lock.tree_sha256 = hex(&Sha256::digest(
+            format!("{}\nlocal {top} sha256:{sha}", lock.tree_sha256).as_bytes(),
+        ));
+    }
     if lock.version != server.package.version {
         return Err(InstallError::VersionMismatch {
             server: server.id.clone(),
@@ -338,8 +461,37 @@ fn install_npm(
     server: &ServerConfig,
     dir: &Path,
     node_bin: Option<PathBuf>,
+    local: Option<&Path>,
 ) -> Result<LockEntry, InstallError> {
     let pkg = &server.package;
+    // A local directory is packed first: installing the folder itself would only link to it, and the
+    // sandbox sees the install cache alone.
+    let local = match local {
+        Some(path) if path.is_dir() => {
+            let packed = dir.join("local-package");
+            std::fs::create_dir_all(&packed).map_err(io_err(&packed))?;
+            let mut cmd = Command::new("npm");
+            cmd.arg("pack")
+                .arg(std::path::absolute(path).map_err(io_err(path))?)
+                .arg("--pack-destination")
+                .arg(&packed);
+            if pkg.ignore_scripts {
+                cmd.arg("--ignore-scripts");
+            }
+            run_logged(cmd, &dir.join("install.log"))?;
+            let tarball = std::fs::read_dir(&packed)
+                .map_err(io_err(&packed))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .find(|p| p.extension().is_some_and(|x| x == "tgz"))
+                .ok_or_else(|| InstallError::Lock {
+                    file: packed.clone(),
+                    message: format!("`npm pack {}` made no tarball", path.display()),
+                })?;
+            Some(tarball)
+        }
+        Some(path) => Some(std::path::absolute(path).map_err(io_err(path))?),
+        None => None,
+    };
     let mut cmd = Command::new("npm");
     cmd.args([
         "install",
@@ -352,7 +504,10 @@ fn install_npm(
     if pkg.ignore_scripts {
         cmd.arg("--ignore-scripts");
     }
-    cmd.arg(format!("{}@{}", pkg.name, pkg.version));
+    match &local {
+        Some(path) => cmd.arg(path),
+        None => cmd.arg(format!("{}@{}", pkg.name, pkg.version)),
+    };
     cmd.args(&pkg.with);
     if let Some(bin) = &node_bin {
         let path = std::env::var("PATH").unwrap_or_default();
@@ -400,10 +555,12 @@ fn install_npm(
         .get("version")
         .and_then(|v| v.as_str())
         .ok_or_else(|| bad("no version for the server package"))?;
-    let integrity = top
-        .get("integrity")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| bad("no integrity for the server package"))?;
+    // A local tarball may have no registry integrity; the caller records its content hash instead.
+    let integrity = match top.get("integrity").and_then(|v| v.as_str()) {
+        Some(i) => i,
+        None if local.is_some() => "",
+        None => return Err(bad("no integrity for the server package")),
+    };
     let node = node_bin
         .map(|b| b.join("node"))
         .unwrap_or_else(|| PathBuf::from("node"));
@@ -515,7 +672,53 @@ fn lock_entry(
         package_count: tree.len() as u64,
         runtime,
         packages: tree,
+        source: None,
     }
+}
+
+/// A remote server is not installed: it is asked who it is. The lock records its URL and the version
+/// it reports in `initialize`, which must be the pinned one.
+fn remote_lock(server: &ServerConfig) -> Result<LockEntry, InstallError> {
+    let url = server.launch.url.clone().unwrap_or_default();
+    let reported = remote_version(&url).map_err(|message| InstallError::Remote {
+        server: server.id.clone(),
+        url: url.clone(),
+        message,
+    })?;
+    let line = format!("remote {url} {}=={reported}", server.package.name);
+    Ok(LockEntry {
+        server: server.id.clone(),
+        registry: Registry::Remote,
+        package: server.package.name.clone(),
+        version: reported,
+        integrity: String::new(),
+        tree_sha256: hex(&Sha256::digest(line.as_bytes())),
+        package_count: 0,
+        runtime: "remote (not run by this runner)".into(),
+        packages: Vec::new(),
+        source: Some(format!("remote {url}")),
+    })
+}
+
+/// The `serverInfo.version` a server reached by URL reports in `initialize`.
+pub fn remote_version(url: &str) -> Result<String, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let session = crate::mcp::client::McpSession::start_http(
+            url,
+            None,
+            "install",
+            crate::mcp::client::ClientOptions::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let version = session.identity().version.clone();
+        let _ = session.close().await;
+        version.ok_or_else(|| "its `initialize` answer has no serverInfo.version".to_string())
+    })
 }
 
 /// `scrapling[ai]` → `scrapling`.
@@ -570,7 +773,11 @@ fn find_python(version: &str) -> Result<PathBuf, InstallError> {
     Err(InstallError::NoPython(version.to_string()))
 }
 
-fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallError> {
+fn install_pypi(
+    server: &ServerConfig,
+    dir: &Path,
+    local: Option<&Path>,
+) -> Result<LockEntry, InstallError> {
     let pkg = &server.package;
     let python = match &pkg.python {
         Some(v) => find_python(v)?,
@@ -599,7 +806,15 @@ fn install_pypi(server: &ServerConfig, dir: &Path) -> Result<LockEntry, InstallE
         cmd.arg("--report").arg(report).args(requirements);
         cmd
     };
-    let main = format!("{}=={}", pkg.name, pkg.version);
+    let main = match local {
+        // Extras (`name[ai]`) carry over to the local path: `path[ai]`.
+        Some(path) => {
+            let abs = std::path::absolute(path).map_err(io_err(path))?;
+            let extras = pkg.name.find('[').map(|i| &pkg.name[i..]).unwrap_or("");
+            format!("{}{extras}", abs.display())
+        }
+        None => format!("{}=={}", pkg.name, pkg.version),
+    };
     let mut reports = Vec::new();
     if pkg.no_deps {
         let first = dir.join("pip-report-package.json");
@@ -794,6 +1009,16 @@ pub fn locked_server(lock: &LockEntry) -> agentrank_schema::manifest::LockedServ
         package: lock.package.clone(),
         version: lock.version.clone(),
         content_sha256: Some(lock.tree_sha256.clone()),
+        source: locked_source(lock),
+    }
+}
+
+/// The manifest's `source` of a server an operator brought: `local <path> sha256:<content>`, or
+/// `remote <url>`; `None` for a registry install.
+pub fn locked_source(lock: &LockEntry) -> Option<String> {
+    match lock.source.as_deref() {
+        Some(s) if s.starts_with("local ") => Some(format!("{s} {}", lock.integrity)),
+        other => other.map(String::from),
     }
 }
 

@@ -1,6 +1,10 @@
 //! The `db` forwarder: accepts connections on a listener inside an attempt's network and relays each
 //! one, byte for byte, to the database sidecar on the host's loopback. It is the attempt's only path
 //! to anything outside its namespace, and it leads to exactly one address.
+//!
+//! The same relay runs the other way for a server in its HTTP mode: a listener on the runner's
+//! loopback, each connection relayed to the server's port inside the attempt's network. Nothing
+//! inside can use that path outward.
 
 use std::io::ErrorKind;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -17,10 +21,26 @@ pub(crate) struct Forwarder {
     acceptor: Option<JoinHandle<()>>,
 }
 
+/// Opens the far side of one relayed connection.
+pub(crate) type Connect = Box<dyn Fn() -> std::io::Result<TcpStream> + Send>;
+
 impl Forwarder {
     pub(crate) fn start(
         listener: TcpListener,
         upstream: SocketAddr,
+    ) -> Result<Forwarder, SandboxError> {
+        Self::start_with(
+            listener,
+            Box::new(move || TcpStream::connect_timeout(&upstream, Duration::from_secs(5))),
+        )
+    }
+
+    /// Relays every connection accepted on `listener` to a connection `connect` opens (the reverse
+    /// direction: from the runner's loopback into an attempt's network, see
+    /// [`super::World::expose`]).
+    pub(crate) fn start_with(
+        listener: TcpListener,
+        connect: Connect,
     ) -> Result<Forwarder, SandboxError> {
         listener
             .set_nonblocking(true)
@@ -35,9 +55,7 @@ impl Forwarder {
                     match listener.accept() {
                         Ok((inside, _)) => {
                             let _ = inside.set_nonblocking(false);
-                            let Ok(outside) =
-                                TcpStream::connect_timeout(&upstream, Duration::from_secs(5))
-                            else {
+                            let Ok(outside) = connect() else {
                                 let _ = inside.shutdown(Shutdown::Both);
                                 continue;
                             };

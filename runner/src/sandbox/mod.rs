@@ -264,6 +264,8 @@ pub struct World {
     inner: Inner,
     host: Option<FixtureHost>,
     forwarder: Option<forward::Forwarder>,
+    /// Relays from the runner's loopback to ports inside ([`World::expose`]).
+    exposed: Vec<forward::Forwarder>,
     report: IsolationReport,
 }
 
@@ -307,6 +309,7 @@ impl World {
                     inner: Inner::Netns(ns),
                     host: Some(host),
                     forwarder,
+                    exposed: Vec::new(),
                     report,
                 })
             }
@@ -344,6 +347,7 @@ impl World {
                     }),
                     host: Some(host),
                     forwarder: None,
+                    exposed: Vec::new(),
                     report,
                 })
             }
@@ -453,6 +457,32 @@ impl World {
         }
     }
 
+    /// Where the runner reaches a server listening on `port` of the world's own loopback (a server in
+    /// its HTTP mode): for `netns`, a relay from an ephemeral port on the runner's loopback into the
+    /// attempt's network, stopped at teardown; unisolated, the port itself.
+    pub fn expose(&mut self, port: u16) -> Result<SocketAddr, SandboxError> {
+        let inside = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        match &self.inner {
+            Inner::Netns(ns) => {
+                let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    .map_err(io_err("bind relay listener"))?;
+                let addr = listener.local_addr().map_err(io_err("relay address"))?;
+                let ns_path = ns.ns_path().to_path_buf();
+                let relay = forward::Forwarder::start_with(
+                    listener,
+                    Box::new(move || {
+                        netns::in_netns(&ns_path, || {
+                            TcpStream::connect_timeout(&inside, Duration::from_secs(5))
+                        })
+                    }),
+                )?;
+                self.exposed.push(relay);
+                Ok(addr)
+            }
+            Inner::Unisolated(_) => Ok(inside),
+        }
+    }
+
     /// The fixture site's socket address as seen from inside the world.
     pub fn fixture_addr(&self) -> SocketAddr {
         match &self.inner {
@@ -498,6 +528,9 @@ impl World {
         };
         if let Some(f) = self.forwarder.take() {
             f.stop();
+        }
+        for relay in self.exposed.drain(..) {
+            relay.stop();
         }
         let fixture_log = self
             .host

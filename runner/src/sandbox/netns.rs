@@ -343,6 +343,10 @@ impl NetnsWorld {
         .map_err(|e| SandboxError::Namespace(format!("bind listeners in {}: {e}", self.name)))
     }
 
+    pub(crate) fn ns_path(&self) -> &Path {
+        &self.ns_path
+    }
+
     pub(crate) fn connect(&self, addr: SocketAddr) -> std::io::Result<TcpStream> {
         in_netns(&self.ns_path, || {
             TcpStream::connect_timeout(&addr, Duration::from_secs(5))

@@ -366,6 +366,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                 package: format!("@example/{id}"),
                 version: "1.2.3".into(),
                 content_sha256: None,
+                source: None,
             });
         }
     }
@@ -967,6 +968,7 @@ pub fn real_shape(root: &Path) -> RealShape {
                 package: "@example/db".into(),
                 version: "1.4.0".into(),
                 content_sha256: None,
+                source: None,
             }],
             agents: spec
                 .agents
