@@ -279,9 +279,13 @@ fn draft_for(
                     registry: s.package.registry.as_str().into(),
                     package: s.package.name.clone(),
                     // A remote server's is the version it reported (equal to the pin, or no install).
-                    version: lock.as_ref().map_or(s.package.version.clone(), |l| l.version.clone()),
+                    version: lock
+                        .as_ref()
+                        .map_or(s.package.version.clone(), |l| l.version.clone()),
                     content_sha256: lock.as_ref().map(|l| l.tree_sha256.clone()),
-                    source: lock.as_ref().and_then(crate::roster::install::locked_source),
+                    source: lock
+                        .as_ref()
+                        .and_then(crate::roster::install::locked_source),
                 });
                 server_configs.insert(id.clone(), serde_json::to_value(s).unwrap_or_default());
             }

@@ -289,7 +289,10 @@ fn servers_an_operator_brings_load_and_their_mistakes_name_the_field() {
         "launch.transport",
     );
     expect_error(
-        &remote.replace("https://mcp.example.invalid/mcp", "https://mcp.example.invalid/{port}"),
+        &remote.replace(
+            "https://mcp.example.invalid/mcp",
+            "https://mcp.example.invalid/{port}",
+        ),
         "launch.url",
     );
     expect_error(

@@ -289,13 +289,18 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
     .unwrap();
     let port = 8931;
     let mut ctx = dbhub.context.clone();
-    ctx.insert("home".into(), agentrank_runner::sandbox::SANDBOX_HOME.into());
+    ctx.insert(
+        "home".into(),
+        agentrank_runner::sandbox::SANDBOX_HOME.into(),
+    );
     ctx.insert("db.url".into(), "sqlite:///:memory:".into());
     let mut launch = resolve_launch(server, &ctx, false).unwrap();
     let at = launch.args.iter().position(|a| a == "stdio").unwrap();
     launch.args[at] = "http".into();
     launch.args.extend(["--port".into(), port.to_string()]);
-    launch.env.retain(|k, _| !matches!(k.as_str(), "HOME" | "LANG"));
+    launch
+        .env
+        .retain(|k, _| !matches!(k.as_str(), "HOME" | "LANG"));
     let mut child = world
         .spawn(&ServerCommand {
             program: launch.program.clone(),
@@ -306,8 +311,14 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
         })
         .unwrap();
     for pipe in [
-        child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-        child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
     ]
     .into_iter()
     .flatten()
@@ -318,7 +329,10 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
     let inside = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
     let deadline = Instant::now() + Duration::from_secs(60);
     while world.connect_inside(inside).is_err() {
-        assert!(Instant::now() < deadline, "dbhub did not listen in its sandbox");
+        assert!(
+            Instant::now() < deadline,
+            "dbhub did not listen in its sandbox"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let addr = world.expose(port).unwrap();
@@ -354,8 +368,14 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
     };
     let lock = install(&dbhub.lock.version).unwrap();
     assert_eq!(lock.registry, Registry::Remote);
-    assert_eq!(lock.version, dbhub.lock.version, "the version dbhub reports");
-    assert_eq!(lock.source.as_deref(), Some(format!("remote {url}").as_str()));
+    assert_eq!(
+        lock.version, dbhub.lock.version,
+        "the version dbhub reports"
+    );
+    assert_eq!(
+        lock.source.as_deref(),
+        Some(format!("remote {url}").as_str())
+    );
     assert_eq!(
         locked_server(&lock).source,
         Some(format!("remote {url}")),
@@ -365,7 +385,10 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
     // A pin the server does not report is refused, naming both versions.
     match install("0.0.1") {
         Err(InstallError::VersionMismatch { pinned, found, .. }) => {
-            assert_eq!((pinned.as_str(), found.as_str()), ("0.0.1", lock.version.as_str()));
+            assert_eq!(
+                (pinned.as_str(), found.as_str()),
+                ("0.0.1", lock.version.as_str())
+            );
         }
         other => panic!("a wrong pin installed: {other:?}"),
     }

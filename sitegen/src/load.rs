@@ -372,7 +372,9 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
         lock.insert(
             format!("server {}", sv.server_id),
             match &sv.source {
-                Some(source) => format!("{} {} ({}; {source})", sv.package, sv.version, sv.registry),
+                Some(source) => {
+                    format!("{} {} ({}; {source})", sv.package, sv.version, sv.registry)
+                }
                 None => format!("{} {} ({})", sv.package, sv.version, sv.registry),
             },
         );

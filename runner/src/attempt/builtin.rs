@@ -428,7 +428,8 @@ pub async fn run_reference(
             let mut result = call(session, progress, seq, &step.tool, args.clone()).await;
             // A polled step is called again, after its pause, until its result matches.
             if let Some(until) = &step.until {
-                let pattern = fill_str(&until.pattern, &b).unwrap_or_else(|_| until.pattern.clone());
+                let pattern =
+                    fill_str(&until.pattern, &b).unwrap_or_else(|_| until.pattern.clone());
                 let re = regex::Regex::new(&pattern).ok();
                 let mut calls = 1;
                 while calls < until.calls

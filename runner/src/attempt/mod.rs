@@ -1137,8 +1137,7 @@ pub fn run_attempt(
                                                     std::net::Ipv4Addr::LOCALHOST,
                                                     *port,
                                                 ));
-                                                let ready =
-                                                    || world.connect_inside(inside).is_ok();
+                                                let ready = || world.connect_inside(inside).is_ok();
                                                 McpSession::start_http_server(
                                                     &wrapped,
                                                     url,
@@ -1159,8 +1158,7 @@ pub fn run_attempt(
                                                 .await
                                             }
                                         };
-                                        if let (Reach::Remote { .. }, Ok(s)) = (&reach, &session)
-                                        {
+                                        if let (Reach::Remote { .. }, Ok(s)) = (&reach, &session) {
                                             reported_version = s.identity().version.clone();
                                         }
                                         let session = match session {
