@@ -377,6 +377,11 @@ fn ollama_loop_through_the_tap_passes() {
         ]
     );
     assert!(run.turns.windows(2).all(|w| w[0].t <= w[1].t));
+    // Every usage line carries the request's wall time as the loop measured it.
+    for usage in run.turns.iter().filter(|t| t.kind == "usage") {
+        let ms = usage.data.as_ref().and_then(|d| d["request_ms"].as_f64());
+        assert!(ms.is_some_and(|ms| ms >= 0.0), "{:?}", usage.data);
+    }
     assert_eq!(run.spend.tokens_out, Some(18 + 19));
     assert!(run.spend.tokens_in.is_some_and(|t| t > 0));
     assert_eq!(run.spend.cost_usd, None);
@@ -843,4 +848,35 @@ fn tool_definition_tokens_are_the_first_turn_with_tools_minus_without() {
     ));
     let err = measure(&ollama_loop(&ep.base)).expect_err("no counts");
     assert!(err.contains("reported no input tokens"), "{err}");
+}
+
+/// llama.cpp's server reports how many prompt tokens it served from its cache and how long prompt
+/// processing and generation took; the loop keeps both, so a bundle can show the model's own pace.
+#[test]
+fn a_reply_keeps_the_endpoints_cache_count_and_timings() {
+    let endpoint = Endpoint::OpenAiChat {
+        base_url: "http://127.0.0.1:1/v1".into(),
+        api_key_env: None,
+    };
+    let body = json!({
+        "model": "m",
+        "choices": [{"message": {"role": "assistant", "content": "ANSWER: 4"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 5,
+                  "prompt_tokens_details": {"cached_tokens": 850}},
+        "timings": {"cache_n": 850, "prompt_n": 50, "prompt_ms": 1250.5,
+                    "predicted_n": 5, "predicted_ms": 400.25, "predicted_per_token_ms": 80.05}
+    });
+    let reply = openai::parse_reply(&endpoint, &body, 0).unwrap();
+    assert_eq!(reply.cached_tokens, Some(850));
+    let t = reply.timings.expect("timings kept");
+    assert_eq!(t["prompt_n"], 50);
+    assert_eq!(t["predicted_ms"], 400.25);
+    assert!(t.get("predicted_per_token_ms").is_none(), "only the named fields are kept");
+    // Without usage details, the cache count comes from the timings; without either, it is unknown.
+    let mut bare = body.clone();
+    bare["usage"] = json!({"prompt_tokens": 900, "completion_tokens": 5});
+    assert_eq!(openai::parse_reply(&endpoint, &bare, 0).unwrap().cached_tokens, Some(850));
+    bare.as_object_mut().unwrap().remove("timings");
+    let none = openai::parse_reply(&endpoint, &bare, 0).unwrap();
+    assert_eq!((none.cached_tokens, none.timings), (None, None));
 }

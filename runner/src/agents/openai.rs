@@ -347,6 +347,12 @@ pub struct Reply {
     pub model: Option<String>,
     pub prompt_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// Prompt tokens the endpoint served from its prompt cache (OpenAI's
+    /// `usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
+    pub cached_tokens: Option<u64>,
+    /// The endpoint's own timings when it reports them (llama.cpp's `timings`: `prompt_n`,
+    /// `prompt_ms`, `predicted_n`, `predicted_ms`), kept as sent.
+    pub timings: Option<Value>,
     pub finish_reason: Option<String>,
     /// The assistant message to append to the conversation, in the endpoint's format.
     pub message: Value,
@@ -457,6 +463,18 @@ pub fn parse_reply(endpoint: &Endpoint, body: &Value, call_base: usize) -> Resul
     if let (Endpoint::Ollama { .. }, Some(t)) = (endpoint, &thinking) {
         echo["thinking"] = Value::String(t.clone());
     }
+    let timings = body.get("timings").filter(|t| t.is_object()).map(|t| {
+        let keep = ["cache_n", "prompt_n", "prompt_ms", "predicted_n", "predicted_ms"];
+        Value::Object(
+            keep.iter()
+                .filter_map(|k| t.get(*k).map(|v| ((*k).to_string(), v.clone())))
+                .collect(),
+        )
+    });
+    let cached_tokens = body
+        .pointer("/usage/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .or_else(|| timings.as_ref()?.get("cache_n")?.as_u64());
     Ok(Reply {
         content,
         thinking,
@@ -464,6 +482,8 @@ pub fn parse_reply(endpoint: &Endpoint, body: &Value, call_base: usize) -> Resul
         model: body.get("model").and_then(Value::as_str).map(String::from),
         prompt_tokens,
         output_tokens,
+        cached_tokens,
+        timings,
         finish_reason: finish,
         message: echo,
     })
@@ -763,6 +783,7 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             + tools_chars;
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let (u, b, k) = (url.clone(), body, api_key.clone());
+        let requested = std::time::Instant::now();
         let answer = tokio::time::timeout_at(
             deadline,
             tokio::task::spawn_blocking(move || {
@@ -797,6 +818,7 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             }
             Ok(Ok(Ok(pair))) => pair,
         };
+        let request_ms = requested.elapsed().as_secs_f64() * 1000.0;
         let (why, stop) = match judge_http(status, &text) {
             HttpVerdict::Ok(v) => (None, v),
             HttpVerdict::RateLimited(s) => {
@@ -846,7 +868,12 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             "output_tokens": reply.output_tokens,
             "finish_reason": reply.finish_reason,
             "num_ctx": num_ctx,
+            "cached_tokens": reply.cached_tokens,
+            "request_ms": (request_ms * 10.0).round() / 10.0,
         }));
+        if let Some(t) = &reply.timings {
+            tl.data.as_mut().expect("set above")["timings"] = t.clone();
+        }
         turns.push(tl);
         if let Some(thinking) = &reply.thinking {
             let mut tl = turn(now(), "assistant", "event");
