@@ -133,3 +133,48 @@ fn the_tap_forwards_host_paths_but_its_tape_names_none() {
     assert!(!text.contains(&dir.display().to_string()), "{text}");
     assert!(text.contains("{out}/notes/secret.txt"), "{text}");
 }
+
+/// A server that exits while its client still holds the pipe open (as an agent waiting for its
+/// `initialize` answer does) ends the tap at once: the tap exits with the server's code, closes its
+/// stdout so the client sees the end, and finishes the tape. Before, the tap panicked on its finished
+/// output pump and then hung on the open stdin, so the agent waited until its time limit.
+#[test]
+fn a_server_gone_at_start_ends_the_tap_while_the_client_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tape = tmp.path().join("gone.mcp.jsonl.zst");
+    let server = support::misbehaving("exit-at-start");
+    let started = std::time::Instant::now();
+    let mut child = tap(&tape, "gone-1", &server, None);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"cli","version":"0"}}}}}}"#
+    )
+    .ok();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed().as_secs() > 20 {
+            child.kill().ok();
+            panic!("the tap was still running 20 s after its server exited");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    assert_eq!(
+        stdout.read_line(&mut line).unwrap(),
+        0,
+        "no answer, then EOF"
+    );
+    drop(stdin);
+    assert_eq!(status.code(), Some(1), "the server's exit code");
+    let lines = read_tape(&tape).unwrap();
+    assert!(
+        matches!(lines.last(), Some(TapeLine::End(e)) if e.reason == "exit:1"),
+        "{:?}",
+        lines.last()
+    );
+    assert!(!tmp.path().join("gone.mcp.jsonl.zst.partial").exists());
+}

@@ -164,11 +164,12 @@ where
             program: "signal handler".into(),
             source,
         })?;
-    let interrupted = tokio::select! {
-        _ = &mut to_server => false,
-        _ = &mut to_client => false,
-        _ = tokio::signal::ctrl_c() => true,
-        _ = sigterm.recv() => true,
+    // Which pump ended matters below: a finished `JoinHandle` must not be polled again.
+    let (interrupted, client_done) = tokio::select! {
+        _ = &mut to_server => (false, false),
+        _ = &mut to_client => (false, true),
+        _ = tokio::signal::ctrl_c() => (true, false),
+        _ = sigterm.recv() => (true, false),
     };
     let exit = if interrupted {
         process.stop(Duration::ZERO).await
@@ -176,7 +177,9 @@ where
         process.stop(grace).await
     };
     // Let the server's last output reach the client and the tape.
-    let _ = tokio::time::timeout(Duration::from_secs(2), &mut to_client).await;
+    if !client_done {
+        let _ = tokio::time::timeout(Duration::from_secs(2), &mut to_client).await;
+    }
     to_server.abort();
     let stderr = process.stderr_tail();
     if !stderr.is_empty() {
