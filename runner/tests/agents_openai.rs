@@ -866,17 +866,25 @@ fn a_reply_keeps_the_endpoints_cache_count_and_timings() {
         "timings": {"cache_n": 850, "prompt_n": 50, "prompt_ms": 1250.5,
                     "predicted_n": 5, "predicted_ms": 400.25, "predicted_per_token_ms": 80.05}
     });
-    let reply = openai::parse_reply(&endpoint, &body, 0).unwrap();
+    let reply = openai::parse_reply(&endpoint, &body, 0).expect("parses");
     assert_eq!(reply.cached_tokens, Some(850));
     let t = reply.timings.expect("timings kept");
     assert_eq!(t["prompt_n"], 50);
     assert_eq!(t["predicted_ms"], 400.25);
-    assert!(t.get("predicted_per_token_ms").is_none(), "only the named fields are kept");
+    assert!(
+        t.get("predicted_per_token_ms").is_none(),
+        "only the named fields are kept"
+    );
     // Without usage details, the cache count comes from the timings; without either, it is unknown.
     let mut bare = body.clone();
     bare["usage"] = json!({"prompt_tokens": 900, "completion_tokens": 5});
-    assert_eq!(openai::parse_reply(&endpoint, &bare, 0).unwrap().cached_tokens, Some(850));
-    bare.as_object_mut().unwrap().remove("timings");
-    let none = openai::parse_reply(&endpoint, &bare, 0).unwrap();
+    assert_eq!(
+        openai::parse_reply(&endpoint, &bare, 0)
+            .expect("parses")
+            .cached_tokens,
+        Some(850)
+    );
+    bare.as_object_mut().expect("an object").remove("timings");
+    let none = openai::parse_reply(&endpoint, &bare, 0).expect("parses");
     assert_eq!((none.cached_tokens, none.timings), (None, None));
 }

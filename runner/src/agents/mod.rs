@@ -17,6 +17,7 @@ pub mod codex;
 pub mod managed;
 pub mod openai;
 pub mod operator;
+pub mod pace;
 pub mod process;
 
 use std::collections::BTreeMap;

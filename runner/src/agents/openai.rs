@@ -464,7 +464,13 @@ pub fn parse_reply(endpoint: &Endpoint, body: &Value, call_base: usize) -> Resul
         echo["thinking"] = Value::String(t.clone());
     }
     let timings = body.get("timings").filter(|t| t.is_object()).map(|t| {
-        let keep = ["cache_n", "prompt_n", "prompt_ms", "predicted_n", "predicted_ms"];
+        let keep = [
+            "cache_n",
+            "prompt_n",
+            "prompt_ms",
+            "predicted_n",
+            "predicted_ms",
+        ];
         Value::Object(
             keep.iter()
                 .filter_map(|k| t.get(*k).map(|v| ((*k).to_string(), v.clone())))
