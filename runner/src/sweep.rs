@@ -825,6 +825,13 @@ pub fn execute(
         .filter(|s| select(s))
         .map(|s| s.agent_id.as_str())
         .collect();
+    // A phase the runner did not finish (killed, interrupted) left its model log behind: keep it
+    // before this phase's servers write theirs.
+    keep_model_logs(
+        &staging.root().join("work/model-logs"),
+        &staging.root().join(agentrank_schema::bundle::LOGS),
+        &crate::redact::HostRedactor::for_sweep(&opts.cache_dir, &opts.out_dir),
+    )?;
     let managed = crate::agents::managed::start_for_agents(
         &opts.roster_dir,
         selected_agents
@@ -945,6 +952,16 @@ pub fn execute(
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .finish();
     databases.stop_all();
+    // The managed model servers stop here; their logs of this phase join the staging's `logs/`,
+    // redacted like the tapes, so a resumed sweep's bundle carries every phase's log.
+    let redactor = env.redactor.clone();
+    drop(env);
+    drop(managed);
+    keep_model_logs(
+        &staging.root().join("work/model-logs"),
+        &staging.root().join(agentrank_schema::bundle::LOGS),
+        &redactor,
+    )?;
     if let Some(e) = failed
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -956,6 +973,47 @@ pub fn execute(
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let resumed = resumed.into_inner();
     Ok((outcomes, resumed))
+}
+
+/// Appends each managed model server's log of the phase that just ended (`from/<model>.log`, written
+/// afresh by every phase) to `to/<model>.log`, host paths replaced, under a line naming the phase's end.
+fn keep_model_logs(
+    from: &Path,
+    to: &Path,
+    redactor: &crate::redact::HostRedactor,
+) -> Result<(), SweepError> {
+    let setup = |p: &Path, e: std::io::Error| SweepError::Setup(format!("{}: {e}", p.display()));
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let src = entry.path();
+        if src.extension().is_none_or(|x| x != "log") {
+            continue;
+        }
+        let bytes = std::fs::read(&src).map_err(|e| setup(&src, e))?;
+        if bytes.is_empty() {
+            continue;
+        }
+        std::fs::create_dir_all(to).map_err(|e| setup(to, e))?;
+        let dest = to.join(entry.file_name());
+        let text = String::from_utf8_lossy(&bytes);
+        let mut out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&dest)
+            .map_err(|e| setup(&dest, e))?;
+        write!(
+            out,
+            "=== model server log of a sweep phase, kept {} ===\n{}",
+            rfc3339_now(),
+            redactor.apply(&text)
+        )
+        .and_then(|()| out.sync_all())
+        .map_err(|e| setup(&dest, e))?;
+        std::fs::remove_file(&src).map_err(|e| setup(&src, e))?;
+    }
+    Ok(())
 }
 
 /// The smoke gate (task spec §5) read from what is staged: one `smoke` control row per smoke task of

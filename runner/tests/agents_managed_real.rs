@@ -119,6 +119,20 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
         vec![],
         "the bundle verifies"
     );
+    // The model server's log is kept in the bundle, its host paths replaced like the tapes'.
+    let log = dir.join("logs/qwen2.5-coder-1.5b-instruct-q4_k_m.log");
+    let log_text =
+        std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    assert!(
+        log_text.contains("=== model server log of a sweep phase"),
+        "{}",
+        tail(&log_text, 5)
+    );
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert!(
+        home.len() < 2 || !log_text.contains(&format!("{home}/")),
+        "the log names the host home {home}"
+    );
     let b = read_bundle(dir).expect("read");
     let attempts: Vec<_> = b
         .tables

@@ -44,6 +44,9 @@ const DRAFT: &str = "draft.json";
 const UNITS: &str = "units";
 const TAPES: &str = "tapes";
 const CATALOG: &str = "catalog";
+/// Logs kept with the bundle (the managed model server's, host paths replaced): staged in the
+/// staging area's folder of this name and sealed into the bundle's.
+pub const LOGS: &str = "logs";
 
 /// What can go wrong staging, sealing or reading a bundle.
 #[derive(Debug, thiserror::Error)]
@@ -340,6 +343,11 @@ impl Staging {
         }
 
         let entries = tables.write(&work)?;
+
+        let logs = self.root.join(LOGS);
+        if logs.is_dir() {
+            copy_tree(&logs, &work.join(LOGS))?;
+        }
 
         let catalog_snapshot = match catalog_dir {
             Some(dir) => {

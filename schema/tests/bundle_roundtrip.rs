@@ -353,3 +353,35 @@ fn sealing_refuses_an_attempt_without_its_tapes() {
         "{err}"
     );
 }
+
+/// The staging area's `logs/` (the managed model server's log) is sealed into the bundle, covered by
+/// SHA256SUMS like every other file.
+#[test]
+fn staged_logs_are_sealed_and_verified() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let staging = Staging::create(tmp.path(), &sample_draft(ID)).expect("staging");
+    stage_sample(&staging, ID, 4).expect("stage");
+    let logs = staging.root().join(agentrank_schema::bundle::LOGS);
+    std::fs::create_dir_all(&logs).expect("logs dir");
+    std::fs::write(logs.join("model.log"), "main: model loaded\n").expect("log");
+    let dir = staging.seal(None).expect("seal");
+    assert_eq!(verify_bundle(&dir).expect("verify"), vec![]);
+    let log = dir.join("logs/model.log");
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("sealed log"),
+        "main: model loaded\n"
+    );
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).expect("sums");
+    assert!(
+        sums.contains("  logs/model.log\n") || sums.contains(" logs/model.log\n"),
+        "{sums}"
+    );
+    unlock(&dir);
+    std::fs::write(&log, "main: model loaded (edited)\n").expect("tamper");
+    let problems: Vec<String> = verify_bundle(&dir)
+        .expect("verify runs")
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_has(&problems, "logs/model.log");
+}
