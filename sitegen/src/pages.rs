@@ -143,7 +143,13 @@ impl<'a> Index<'a> {
         }
         let mut categories: BTreeSet<&str> =
             b.servers.iter().map(|s| s.category.as_str()).collect();
-        categories.extend(b.tasks.iter().map(|t| t.category.as_str()));
+        // A private task known only by its attestation, which no attempt ran, records no category.
+        categories.extend(
+            b.tasks
+                .iter()
+                .map(|t| t.category.as_str())
+                .filter(|c| !c.is_empty()),
+        );
         let mut ix = Index {
             diffs: BTreeMap::new(),
             input,

@@ -541,3 +541,42 @@ fn the_published_words_include_the_exact_system_prompt_and_every_content_page() 
     assert!(page(&site, "commercial.html").contains("never for sale"));
     assert!(page(&site, "changelog.html").contains("180 s"));
 }
+
+/// A private-set task known only by its attestation (no attempt ran it, so nothing records its
+/// category) is listed as a withheld task; it does not become a nameless category with its own
+/// agreement page and home-page section (`agreement/~.html`, "No agent ran in this category").
+#[test]
+fn an_attested_task_without_attempts_makes_no_nameless_category() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let s = synthesise(&Spec::small("attested-1"), tmp.path());
+    let mut input = s.input();
+    input
+        .bundle
+        .tasks
+        .push(agentrank_sitegen::input::TaskInput {
+            id: "wf-private-unrun".into(),
+            version: "1".into(),
+            set: "private".into(),
+            attestation: Some("ab".repeat(32)),
+            withheld: true,
+            ..Default::default()
+        });
+    let site = site::build(&input, &HostFacts::default()).expect("build");
+    assert!(
+        !site.files.keys().any(|p| p.contains('~')),
+        "a page for a nameless category: {:?}",
+        site.files
+            .keys()
+            .filter(|p| p.contains('~'))
+            .collect::<Vec<_>>()
+    );
+    let home = page(&site, "index.html");
+    assert!(
+        !home.contains("cat-~"),
+        "a home section for a nameless category"
+    );
+    assert!(
+        page(&site, "task/wf-private-unrun.html")
+            .contains("Withheld until the private set retires")
+    );
+}
