@@ -825,20 +825,20 @@ pub fn execute(
         .filter(|s| select(s))
         .map(|s| s.agent_id.as_str())
         .collect();
+    let redactor = std::sync::Arc::new(crate::redact::HostRedactor::for_sweep(
+        &opts.cache_dir,
+        &opts.out_dir,
+    ));
     // A phase the runner did not finish (killed, interrupted) left its model log behind: keep it
     // before this phase's servers write theirs.
-    keep_model_logs(
-        &staging.root().join("work/model-logs"),
-        &staging.root().join(agentrank_schema::bundle::LOGS),
-        &crate::redact::HostRedactor::for_sweep(&opts.cache_dir, &opts.out_dir),
-    )?;
+    keep_model_logs(staging, &redactor)?;
     let managed = crate::agents::managed::start_for_agents(
         &opts.roster_dir,
         selected_agents
             .iter()
             .filter_map(|a| specs.roster.agents.get(*a)),
         &crate::agents::managed::model_cache_dir(),
-        &staging.root().join("work/model-logs"),
+        &staging.root().join(MODEL_LOGS),
         &mut |l| eprintln!("{l}"),
     )
     .map_err(|e| SweepError::Setup(format!("managed model server: {e}")))?;
@@ -865,10 +865,7 @@ pub fn execute(
         chromium: opts.chromium.clone(),
         protocol_probes: sweep.probes,
         operator_env,
-        redactor: std::sync::Arc::new(crate::redact::HostRedactor::for_sweep(
-            &opts.cache_dir,
-            &opts.out_dir,
-        )),
+        redactor: redactor.clone(),
         managed: Some(&managed),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -954,14 +951,9 @@ pub fn execute(
     databases.stop_all();
     // The managed model servers stop here; their logs of this phase join the staging's `logs/`,
     // redacted like the tapes, so a resumed sweep's bundle carries every phase's log.
-    let redactor = env.redactor.clone();
     drop(env);
     drop(managed);
-    keep_model_logs(
-        &staging.root().join("work/model-logs"),
-        &staging.root().join(agentrank_schema::bundle::LOGS),
-        &redactor,
-    )?;
+    keep_model_logs(staging, &redactor)?;
     if let Some(e) = failed
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -975,13 +967,18 @@ pub fn execute(
     Ok((outcomes, resumed))
 }
 
-/// Appends each managed model server's log of the phase that just ended (`from/<model>.log`, written
-/// afresh by every phase) to `to/<model>.log`, host paths replaced, under a line naming the phase's end.
+/// Where a phase's managed model servers write their logs, inside the staging area.
+const MODEL_LOGS: &str = "work/model-logs";
+
+/// Appends each managed model server's log of the phase that just ended (`work/model-logs/<model>.log`,
+/// written afresh by every phase) to the staging's `logs/<model>.log`, host paths replaced, under a
+/// line naming when it was kept.
 fn keep_model_logs(
-    from: &Path,
-    to: &Path,
+    staging: &Staging,
     redactor: &crate::redact::HostRedactor,
 ) -> Result<(), SweepError> {
+    let from = &staging.root().join(MODEL_LOGS);
+    let to = &staging.root().join(agentrank_schema::bundle::LOGS);
     let setup = |p: &Path, e: std::io::Error| SweepError::Setup(format!("{}: {e}", p.display()));
     let Ok(entries) = std::fs::read_dir(from) else {
         return Ok(());
