@@ -1,7 +1,7 @@
 //! The real local model end to end: `agentrank-run install --model qwen-coder-local` installs the
 //! managed model (from the model cache; the first time on a machine it downloads the pinned sources and
 //! builds llama-server, about 9 minutes on two idle cores), then a real sweep runs the minimal loop in
-//! prompt mode on that model through the real `mcp-server-fetch` in the netns sandbox on four
+//! prompt mode on that model through the real `mcp-server-fetch` in the netns sandbox on three
 //! single-step web-fetch tasks. The sweep starts the model server itself and stops it when it ends.
 //!
 //! Checks: each attempt is classified with a reason; calls go through the tap well-formed and their
@@ -21,7 +21,8 @@ use agentrank_schema::bundle::{read_bundle, verify_bundle};
 use agentrank_schema::tape::{Dir, Plane, TapeLine};
 
 const AGENT: &str = "qwen-coder-local";
-const TASKS: [&str; 4] = ["wf-html-code", "wf-heading", "wf-redirect", "wf-plain-text"];
+/// Single-step tasks the model passed on this server in the committed local-model sweep's staging.
+const TASKS: [&str; 3] = ["wf-heading", "wf-json-field", "wf-link-href"];
 
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

@@ -24,24 +24,39 @@ fn every_task_and_probe_renders_for_a_thousand_seeds() {
     let c = catalog();
     let tasks: Vec<_> = c.tasks().cloned().collect();
     let probes: Vec<_> = c.probes().cloned().collect();
-    let mut n = 0;
-    // Seeds outermost, so the per-seed dataset is generated once for all database tasks.
-    for seed in 0..1_000u64 {
-        for t in &tasks {
-            let inst = render_task(t, seed).unwrap_or_else(|e| panic!("{e}"));
-            assert!(!inst.prompt.contains("{{"), "{}: {}", t.id, inst.prompt);
-            if let Environment::Site(s) = &inst.environment {
-                s.site
-                    .validate()
-                    .unwrap_or_else(|p| panic!("{} seed {seed}: {p:?}", t.id));
-            }
-            n += 1;
-        }
-        for p in &probes {
-            render_probe(p, seed).unwrap_or_else(|e| panic!("{e}"));
-            n += 1;
-        }
-    }
+    // Seeds outermost, so the per-seed dataset is generated once for all database tasks; two workers
+    // take every other seed.
+    let (tasks, probes) = (&tasks, &probes);
+    let n: usize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2u64)
+            .map(|w| {
+                s.spawn(move || {
+                    let mut n = 0;
+                    for seed in (w..1_000u64).step_by(2) {
+                        for t in tasks {
+                            let inst = render_task(t, seed).unwrap_or_else(|e| panic!("{e}"));
+                            assert!(!inst.prompt.contains("{{"), "{}: {}", t.id, inst.prompt);
+                            if let Environment::Site(s) = &inst.environment {
+                                s.site
+                                    .validate()
+                                    .unwrap_or_else(|p| panic!("{} seed {seed}: {p:?}", t.id));
+                            }
+                            n += 1;
+                        }
+                        for p in probes {
+                            render_probe(p, seed).unwrap_or_else(|e| panic!("{e}"));
+                            n += 1;
+                        }
+                    }
+                    n
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|h| h.join().expect("a render worker panicked"))
+            .sum()
+    });
     assert_eq!(n, 58_000);
 }
 

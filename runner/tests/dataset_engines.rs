@@ -77,56 +77,81 @@ fn ground_truth_agrees_on_all_four_engines_for_twenty_seeds() {
     assert_eq!(db_tasks.len(), 18);
     let (pg, my) = start();
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut checked = 0usize;
-    for seed in 0..SEEDS {
-        let d = Dataset::generate(seed);
-        let ts = targets(&pg, &my, dir.path(), seed, "");
-        load(&ts, &d);
-        for spec in &db_tasks {
-            let inst = render_task(spec, seed).expect("renders");
-            let Environment::Database(env) = &inst.environment else {
-                panic!("{} has no database environment", spec.id);
-            };
-            let mut per_engine: BTreeMap<Engine, BTreeMap<String, Vec<String>>> = BTreeMap::new();
-            for t in &ts {
-                let got = run_ground_truth(t, &env.ground_truth).unwrap_or_else(|e| {
-                    panic!("{} seed {seed} on {}: {e}", spec.id, t.engine().as_str())
-                });
-                per_engine.insert(t.engine(), got);
-            }
-            for name in env.ground_truth.keys() {
-                let expected = inst.expected.get(name).unwrap_or_else(|| {
-                    panic!("{}: ground truth `{name}` has no expected value", spec.id)
-                });
-                for (engine, got) in &per_engine {
-                    let rows = &got[name];
-                    match expected {
-                        Binding::Text(v) => assert_eq!(
-                            rows,
-                            &vec![v.clone()],
-                            "{} seed {seed} `{name}` on {}",
-                            spec.id,
-                            engine.as_str()
-                        ),
-                        Binding::List(v) => {
-                            let mut a = rows.clone();
-                            a.sort();
-                            let mut b = v.clone();
-                            b.sort();
-                            assert_eq!(
-                                a,
-                                b,
-                                "{} seed {seed} `{name}` on {}",
-                                spec.id,
-                                engine.as_str()
-                            );
+    // Two workers, the seeds split between them: the engines answer one worker while the other
+    // loads or spawns DuckDB's Python.
+    let (pg_ref, my_ref, dir_ref, tasks_ref) = (&pg, &my, dir.path(), &db_tasks);
+    let checked: usize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2u64)
+            .map(|w| {
+                s.spawn(move || {
+                    let mut checked = 0usize;
+                    for seed in (w..SEEDS).step_by(2) {
+                        let d = Dataset::generate(seed);
+                        let ts = targets(pg_ref, my_ref, dir_ref, seed, "");
+                        load(&ts, &d);
+                        for spec in tasks_ref {
+                            let inst = render_task(spec, seed).expect("renders");
+                            let Environment::Database(env) = &inst.environment else {
+                                panic!("{} has no database environment", spec.id);
+                            };
+                            let mut per_engine: BTreeMap<Engine, BTreeMap<String, Vec<String>>> =
+                                BTreeMap::new();
+                            for t in &ts {
+                                let got =
+                                    run_ground_truth(t, &env.ground_truth).unwrap_or_else(|e| {
+                                        panic!(
+                                            "{} seed {seed} on {}: {e}",
+                                            spec.id,
+                                            t.engine().as_str()
+                                        )
+                                    });
+                                per_engine.insert(t.engine(), got);
+                            }
+                            for name in env.ground_truth.keys() {
+                                let expected = inst.expected.get(name).unwrap_or_else(|| {
+                                    panic!(
+                                        "{}: ground truth `{name}` has no expected value",
+                                        spec.id
+                                    )
+                                });
+                                for (engine, got) in &per_engine {
+                                    let rows = &got[name];
+                                    match expected {
+                                        Binding::Text(v) => assert_eq!(
+                                            rows,
+                                            &vec![v.clone()],
+                                            "{} seed {seed} `{name}` on {}",
+                                            spec.id,
+                                            engine.as_str()
+                                        ),
+                                        Binding::List(v) => {
+                                            let mut a = rows.clone();
+                                            a.sort();
+                                            let mut b = v.clone();
+                                            b.sort();
+                                            assert_eq!(
+                                                a,
+                                                b,
+                                                "{} seed {seed} `{name}` on {}",
+                                                spec.id,
+                                                engine.as_str()
+                                            );
+                                        }
+                                    }
+                                    checked += 1;
+                                }
+                            }
                         }
                     }
-                    checked += 1;
-                }
-            }
-        }
-    }
+                    checked
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|h| h.join().expect("a seed worker panicked"))
+            .sum()
+    });
     // 16 tasks with ground truth (all but db-missing-table and db-write), four engines, 20 seeds.
     assert_eq!(checked, 16 * 4 * SEEDS as usize);
     pg.stop(Duration::from_secs(30)).expect("postgres stops");

@@ -18,6 +18,10 @@ attempts = "single"
 isolation = "netns"
 probes = false
 no_server_control = false
+construct_batches = 0
+
+[timeouts]
+calibration_attempts = 0
 
 [[categories]]
 category = "databases"

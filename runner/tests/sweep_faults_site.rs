@@ -7,6 +7,11 @@
 //! (`--private-tasks`): neither the sealed bundle's catalog snapshot nor the site holds its text, only
 //! its id and SHA-256.
 //!
+//! The same sweep checks each fault in the words of the wire: every attempt names what the wire shows
+//! the server doing wrong (the class stays FAIL or a timeout; a server that never starts serving is a
+//! FAIL, not a HARNESS_ERROR that leaves the board), a call to a tool the server lists is never
+//! reported as hallucinated, and every attempt records which resource limits took effect.
+//!
 //! Needs root for the sandbox (as every sweep test).
 #![allow(clippy::unwrap_used)]
 
@@ -14,13 +19,16 @@ use agentrank_analyze::{Config, analyze, gates::ConstructRegistration};
 use agentrank_runner::catalog::snapshot::task_sha256;
 use agentrank_runner::roster::Roster;
 use agentrank_runner::sandbox::netns::SANDBOX_UID_BASE;
+use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::verify_bundle;
+use agentrank_schema::records::AttemptRecord;
 use agentrank_schema::roster::LockEntry;
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, TaskSpec};
 use agentrank_sitegen::input::SiteInput;
 use agentrank_sitegen::redact::HostFacts;
 use agentrank_sitegen::site::{self, BuildError};
 use agentrank_sitegen::{content, load};
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,7 +160,9 @@ fn every_fault_mode_sweeps_seals_verifies_analyses_and_builds_a_site_without_pri
     copy_dir(&root().join("roster"), &roster_dir);
 
     let modes = modes();
-    assert!(modes.len() >= 10, "{modes:?}");
+    for m in NAMED_MODES {
+        assert!(modes.iter().any(|x| x == m), "{m} is not among {modes:?}");
+    }
     let mut servers: Vec<String> = Vec::new();
     for mode in &modes {
         let id = format!("misbehaving-{mode}");
@@ -313,6 +323,8 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
         );
     }
 
+    each_fault_is_named_in_the_words_of_the_wire(&sealed);
+
     // Private means private: the snapshot attests the task and holds none of its words.
     let snapshot = bundle.join("catalog");
     let attest: AttestationsFile =
@@ -416,6 +428,175 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
             );
         }
         Err(e) => panic!("the site does not build: {e}"),
+    }
+}
+
+/// The modes whose fault has words of its own in an attempt's reason, checked one by one below.
+const NAMED_MODES: [&str; 10] = [
+    "well-behaved",
+    "crash",
+    "malformed",
+    "wrong-id",
+    "hang",
+    "huge",
+    "stderr-flood",
+    "no-init",
+    "exit-at-start",
+    "banner",
+];
+
+/// The scored attempt of each mode on the catalog task `wf-html-code` (controls and probes aside).
+fn each_fault_is_named_in_the_words_of_the_wire(b: &agentrank_schema::bundle::LoadedBundle) {
+    let mut by_mode: BTreeMap<&str, Vec<&AttemptRecord>> = BTreeMap::new();
+    for a in &b.tables.attempts {
+        let Some(mode) = a.server_id.strip_prefix("misbehaving-") else {
+            continue;
+        };
+        if a.task_id == "wf-html-code" {
+            by_mode.entry(mode).or_default().push(a);
+        }
+    }
+    let report: Vec<String> = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| a.task_id == "wf-html-code")
+        .map(|a| {
+            format!(
+                "{} {} {:?} {:?}: {}",
+                a.server_id, a.outcome, a.fault_source, a.fault_code, a.outcome_reason
+            )
+        })
+        .collect();
+    let report = report.join("\n");
+    let one = |mode: &str| -> &AttemptRecord {
+        let v = by_mode
+            .get(mode)
+            .unwrap_or_else(|| panic!("{mode}: no attempt\n{report}"));
+        assert_eq!(v.len(), 1, "{mode}: one attempt, no re-runs\n{report}");
+        v[0]
+    };
+    let expect_any = |mode: &str, classes: &[OutcomeClass], code: &str, words: &[&str]| {
+        let a = one(mode);
+        assert!(classes.contains(&a.outcome), "{mode}\n{report}");
+        assert_eq!(
+            a.fault_source.as_deref(),
+            Some("server"),
+            "{mode}\n{report}"
+        );
+        assert!(
+            a.fault_code
+                .as_deref()
+                .is_some_and(|c| c.split(',').any(|c| c == code)),
+            "{mode}: fault code {code}\n{report}"
+        );
+        for w in words {
+            assert!(
+                a.outcome_reason.contains(w),
+                "{mode}: the reason names {w:?}\n{report}"
+            );
+        }
+        assert!(!a.excluded, "{mode}: a server fault is scored\n{report}");
+    };
+    let expect = |mode: &str, class: OutcomeClass, code: &str, words: &[&str]| {
+        expect_any(mode, &[class], code, words)
+    };
+
+    expect(
+        "crash",
+        OutcomeClass::Fail,
+        "server-exited",
+        &[
+            "the server exited with code 3 before answering tools/call #1 (`echo`)",
+            "non-JSON line",
+        ],
+    );
+    expect(
+        "malformed",
+        OutcomeClass::Fail,
+        "non-json",
+        &[
+            "the server wrote 6 non-JSON lines on stdout",
+            "this is not JSON",
+        ],
+    );
+    expect(
+        "wrong-id",
+        OutcomeClass::ServerTimeout,
+        "unknown-id",
+        &["which no request carried", "never answered tools/call #1"],
+    );
+    expect(
+        "hang",
+        OutcomeClass::ServerTimeout,
+        "no-answer",
+        &["the server never answered tools/call #1 (`echo`)"],
+    );
+    // Reading 100 MB may outlast the time limit: then the call is still pending in the client.
+    expect_any(
+        "huge",
+        &[OutcomeClass::Fail, OutcomeClass::ServerTimeout],
+        "oversized-result",
+        &["the server answered tools/call #1 (`echo`) with 100.0 MB"],
+    );
+    expect(
+        "stderr-flood",
+        OutcomeClass::Fail,
+        "stderr-flood",
+        &["to stderr"],
+    );
+    // A server that never starts serving scores a FAIL with its reason, and is not re-run.
+    expect(
+        "no-init",
+        OutcomeClass::Fail,
+        "no-initialize",
+        &["server fault: the server never answered initialize #1"],
+    );
+    expect(
+        "exit-at-start",
+        OutcomeClass::Fail,
+        "server-exited",
+        &["server fault: the server exited with code 1 before answering initialize #1"],
+    );
+    // A correct server fails the task (its tool echoes) without a fault.
+    let good = one("well-behaved");
+    assert_eq!(good.outcome, OutcomeClass::Fail, "{report}");
+    assert_eq!(good.fault_source, None, "{report}");
+    assert_eq!(good.outcome_reason, "at least one verifier failed");
+
+    // The reference agent's calls are judged against the server's own listing.
+    for mode in [
+        "well-behaved",
+        "crash",
+        "malformed",
+        "huge",
+        "stderr-flood",
+        "banner",
+    ] {
+        let a = one(mode);
+        let calls: Vec<_> = b
+            .tables
+            .tool_calls
+            .iter()
+            .filter(|c| c.attempt_id == a.attempt_id)
+            .collect();
+        assert_eq!(calls.len(), 1, "{mode}: {calls:?}");
+        assert_eq!(
+            calls[0].tool_listed,
+            Some(true),
+            "{mode}: `echo` is listed by the server: {calls:?}"
+        );
+    }
+
+    // What the sandbox applied is on every attempt of a server that started.
+    for mode in NAMED_MODES {
+        let a = one(mode);
+        let applied = a.limits_applied.as_deref().unwrap_or("");
+        assert!(
+            applied.contains("pids.max=512") && applied.contains("netns="),
+            "{}: {applied:?}",
+            a.server_id
+        );
     }
 }
 

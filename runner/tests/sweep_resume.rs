@@ -1,6 +1,7 @@
-//! Interrupting sweeps: SIGKILL `agentrank-run sweep` at 10 random moments; each time, running it again
-//! finishes the sweep, and the sealed bundle equals one made without interruption apart from timestamps,
-//! durations and the tape bytes that carry them. No process of the sweep outlives it (after SIGKILL,
+//! Interrupting sweeps: SIGKILL `agentrank-run sweep` at 10 random moments (five sweeps, each killed
+//! twice: once from nothing, once while resuming); each time, running it again resumes, and the sealed
+//! bundle equals one made without interruption apart from timestamps, durations and the tape bytes that
+//! carry them. No process of the sweep outlives it (after SIGKILL,
 //! SIGINT or a normal end). Running the plan as 4 shards in 4 processes and merging gives the same
 //! attempts as one process.
 //!
@@ -231,6 +232,28 @@ fn wait_for_no_leftovers(out: &Path, pid: u32) -> Vec<String> {
     }
 }
 
+/// Runs (or resumes) the sweep into `out` and SIGKILLs it after `limit`; true if it was killed, false
+/// if it finished first. Nothing of a killed sweep may be left running.
+fn kill_at(out: &Path, sweep: &Path, limit: Duration, trial: usize) -> bool {
+    let mut child = runner(&["sweep"], out, sweep).spawn().expect("spawn");
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if child.try_wait().expect("wait").is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = child.id();
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let left = wait_for_no_leftovers(out, pid);
+    assert!(
+        left.is_empty(),
+        "trial {trial}: processes outlived a SIGKILLed sweep: {left:#?}"
+    );
+    true
+}
+
 #[test]
 fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outlives_them() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -249,51 +272,42 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         "processes outlived a normal sweep: {left:#?}"
     );
 
-    // Ten SIGKILLs at pseudo-random moments, each followed by resuming.
+    // Ten SIGKILLs at pseudo-random moments, each followed by resuming: five trials, each killed
+    // twice (once from nothing, once while resuming) and then resumed to its end.
     let mut state = 0x5eed_u64;
-    for trial in 0..10 {
-        let out = tmp.path().join(format!("kill-{trial}"));
+    let mut next_fraction = || {
         state = state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
-        let frac = ((state >> 33) % 1000) as f64 / 1000.0;
-        let mut limit = full.mul_f64(0.1 + 0.8 * frac);
-        // A sweep that finishes before its kill moment was not interrupted: start that trial over
-        // from nothing with an earlier moment.
+        ((state >> 33) % 1000) as f64 / 1000.0
+    };
+    let mut kills = 0;
+    for trial in 0..5 {
+        let out = tmp.path().join(format!("kill-{trial}"));
+        // The first kill falls in the first 60% of a sweep, the second in the first 70% of what the
+        // resumed run has left. A run that finishes before its kill moment was not interrupted: start
+        // the trial over from nothing with earlier moments.
+        let first = 0.05 + 0.55 * next_fraction();
+        let second = 0.1 + 0.6 * next_fraction();
+        let mut scale = 1.0;
         let mut interrupted = false;
         for _ in 0..8 {
             let _ = std::fs::remove_dir_all(&out);
-            let mut child = runner(&["sweep"], &out, &sweep).spawn().expect("spawn");
-            let t = Instant::now();
-            let mut finished = false;
-            while t.elapsed() < limit {
-                if child.try_wait().expect("wait").is_some() {
-                    finished = true;
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            let first_limit = full.mul_f64(first * scale);
+            let second_limit = full.mul_f64((1.0 - first * scale) * second * scale);
+            if kill_at(&out, &sweep, first_limit, trial)
+                && kill_at(&out, &sweep, second_limit, trial)
+            {
+                interrupted = true;
+                break;
             }
-            let pid = child.id();
-            if !finished {
-                child.kill().expect("SIGKILL");
-            }
-            child.wait().expect("reap");
-            if finished {
-                limit /= 2;
-                continue;
-            }
-            interrupted = true;
-            let left = wait_for_no_leftovers(&out, pid);
-            assert!(
-                left.is_empty(),
-                "trial {trial}: processes outlived a SIGKILLed sweep: {left:#?}"
-            );
-            break;
+            scale /= 2.0;
         }
         assert!(
             interrupted,
-            "trial {trial}: the sweep always finished before its kill"
+            "trial {trial}: the sweep always finished before its kills"
         );
+        kills += 2;
         let resumed = run_to_end(&out, &sweep);
         assert!(
             verify_bundle(&resumed).expect("verify").is_empty(),
@@ -301,6 +315,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         );
         assert_equivalent(&resumed, &base, &format!("trial {trial}: resumed bundle"));
     }
+    assert_eq!(kills, 10);
 
     // SIGINT: the sweep stops, and nothing of it is left running.
     let out = tmp.path().join("sigint");
