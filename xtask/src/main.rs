@@ -202,6 +202,9 @@ fn test(args: &[String]) -> Result<()> {
     run(&mut c)
 }
 
+/// The committed real-model bundle (`sweeps/local-model.toml`), shown by the demo's site once sealed.
+const REAL_BOARD: &str = "local-model";
+
 fn demo(args: &[String]) -> Result<()> {
     let root = root();
     let sweep = args
@@ -259,20 +262,38 @@ fn demo(args: &[String]) -> Result<()> {
         (bundle, out.status.success())
     };
     run(exe("agentrank-run").args(["verify", &bundle]))?;
-    let analysis = root.join("analysis/demo");
+    let analysis = root.join("analysis").join(&stem);
     run(exe("agentrank-analyze")
         .arg(&bundle)
         .arg("--out")
         .arg(&analysis))?;
+    // The committed real-model board, when it is sealed: verified and analysed too, and the site opens
+    // on it, with the demo bundle beside it as history.
+    let real = root.join("bundles").join(REAL_BOARD);
+    let mut shown = (bundle.clone(), analysis.clone());
+    let mut bundles = vec![bundle.clone()];
+    if real.join("manifest.json").exists() && real.display().to_string() != bundle {
+        let real_bundle = real.display().to_string();
+        run(exe("agentrank-run").args(["verify", &real_bundle]))?;
+        let real_analysis = root.join("analysis").join(REAL_BOARD);
+        run(exe("agentrank-analyze")
+            .arg(&real_bundle)
+            .arg("--out")
+            .arg(&real_analysis))?;
+        println!("bundle:   {bundle}");
+        println!("analysis: {}", analysis.display());
+        bundles.push(real_bundle.clone());
+        shown = (real_bundle, real_analysis);
+    }
     let site = root.join("site");
     run(exe("agentrank-site")
-        .arg(&bundle)
+        .args(&bundles)
         .arg("--analysis")
-        .arg(&analysis)
+        .arg(&shown.1)
         .arg("--out")
         .arg(&site))?;
-    println!("bundle:   {bundle}");
-    println!("analysis: {}", analysis.display());
+    println!("bundle:   {}", shown.0);
+    println!("analysis: {}", shown.1.display());
     println!("site:     {}", site.join("index.html").display());
     if !swept_ok {
         bail!("the demo sweep finished with a problem (see above): the bundle is sealed but void");
