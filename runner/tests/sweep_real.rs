@@ -22,7 +22,7 @@ use std::process::Command;
 /// `sweeps/demo.toml` with each category's servers replaced by the roster's reference server of that
 /// category, written into `dir`.
 fn demo_on_reference_servers(dir: &Path) -> PathBuf {
-    let root = workspace();
+    let root = support::workspace();
     let roster = support::roster();
     let text = std::fs::read_to_string(root.join("sweeps/demo.toml")).expect("sweeps/demo.toml");
     let mut sweep: toml::Table = toml::from_str(&text).expect("sweeps/demo.toml parses");
@@ -51,22 +51,15 @@ fn demo_on_reference_servers(dir: &Path) -> PathBuf {
     path
 }
 
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-}
-
 #[test]
 fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
-    let root = workspace();
+    let root = support::workspace();
+    let root = root.as_path();
     let out = tempfile::tempdir().expect("tmp");
     let sweep_file = std::env::var("AGENTRANK_TEST_SWEEP")
         .map(PathBuf::from)
         .unwrap_or_else(|_| demo_on_reference_servers(out.path()));
-    let cache = std::env::var("AGENTRANK_CACHE")
-        .map(|c| Path::new(&c).join("agentrank"))
-        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let cache = support::cache_dir();
     let run = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
         .current_dir(root)
         .arg("sweep")

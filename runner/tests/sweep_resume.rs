@@ -281,7 +281,6 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
             .wrapping_add(1_442_695_040_888_963_407);
         ((state >> 33) % 1000) as f64 / 1000.0
     };
-    let mut kills = 0;
     for trial in 0..5 {
         let out = tmp.path().join(format!("kill-{trial}"));
         // The first kill falls in the first 60% of a sweep, the second in the first 70% of what the
@@ -307,7 +306,6 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
             interrupted,
             "trial {trial}: the sweep always finished before its kills"
         );
-        kills += 2;
         let resumed = run_to_end(&out, &sweep);
         assert!(
             verify_bundle(&resumed).expect("verify").is_empty(),
@@ -315,7 +313,6 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         );
         assert_equivalent(&resumed, &base, &format!("trial {trial}: resumed bundle"));
     }
-    assert_eq!(kills, 10);
 
     // SIGINT: the sweep stops, and nothing of it is left running.
     let out = tmp.path().join("sigint");

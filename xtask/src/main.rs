@@ -261,39 +261,31 @@ fn demo(args: &[String]) -> Result<()> {
         }
         (bundle, out.status.success())
     };
-    run(exe("agentrank-run").args(["verify", &bundle]))?;
-    let analysis = root.join("analysis").join(&stem);
-    run(exe("agentrank-analyze")
-        .arg(&bundle)
-        .arg("--out")
-        .arg(&analysis))?;
-    // The committed real-model board, when it is sealed: verified and analysed too, and the site opens
-    // on it, with the demo bundle beside it as history.
+    // The committed real-model board, when it is sealed, is verified and analysed too, and the site
+    // opens on it (the last bundle), with the demo bundle beside it as history.
+    let mut bundles = vec![(bundle, stem.clone())];
     let real = root.join("bundles").join(REAL_BOARD);
-    let mut shown = (bundle.clone(), analysis.clone());
-    let mut bundles = vec![bundle.clone()];
-    if real.join("manifest.json").exists() && real.display().to_string() != bundle {
-        let real_bundle = real.display().to_string();
-        run(exe("agentrank-run").args(["verify", &real_bundle]))?;
-        let real_analysis = root.join("analysis").join(REAL_BOARD);
+    if stem != REAL_BOARD && real.join("manifest.json").exists() {
+        bundles.push((real.display().to_string(), REAL_BOARD.to_string()));
+    }
+    let mut analysis = PathBuf::new();
+    for (bundle, name) in &bundles {
+        run(exe("agentrank-run").args(["verify", bundle]))?;
+        analysis = root.join("analysis").join(name);
         run(exe("agentrank-analyze")
-            .arg(&real_bundle)
+            .arg(bundle)
             .arg("--out")
-            .arg(&real_analysis))?;
+            .arg(&analysis))?;
         println!("bundle:   {bundle}");
         println!("analysis: {}", analysis.display());
-        bundles.push(real_bundle.clone());
-        shown = (real_bundle, real_analysis);
     }
     let site = root.join("site");
     run(exe("agentrank-site")
-        .args(&bundles)
+        .args(bundles.iter().map(|(b, _)| b))
         .arg("--analysis")
-        .arg(&shown.1)
+        .arg(&analysis)
         .arg("--out")
         .arg(&site))?;
-    println!("bundle:   {}", shown.0);
-    println!("analysis: {}", shown.1.display());
     println!("site:     {}", site.join("index.html").display());
     if !swept_ok {
         bail!("the demo sweep finished with a problem (see above): the bundle is sealed but void");
