@@ -32,8 +32,9 @@ pub struct BundleMeta {
     pub methodology_version: String,
     pub catalog_version: String,
     pub schema_version: String,
-    /// When the bundle was sealed (RFC 3339, from the manifest; never the build's clock).
-    pub sealed_at: String,
+    /// When the sweep began (RFC 3339, the manifest's `created_at`; a resumed sweep keeps its first
+    /// start; never the build's clock). The manifest records no time of sealing.
+    pub started_at: String,
     pub isolation_backend: String,
     pub credential_context: String,
     pub plan_hash: String,
@@ -137,7 +138,7 @@ pub struct BundleInput {
 #[derive(Clone, Debug, Default)]
 pub struct HistoryBundle {
     pub bundle_id: String,
-    pub sealed_at: String,
+    pub started_at: String,
     pub methodology_version: String,
     /// (category, agent, server) → Completion (or `None` when refused).
     pub completion: BTreeMap<(String, String, String), Option<f64>>,

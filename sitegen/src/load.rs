@@ -391,7 +391,7 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
         methodology_version: d.methodology_version.clone(),
         catalog_version: d.catalog_version.clone(),
         schema_version: b.manifest.schema_version.clone(),
-        sealed_at: d.created_at.clone(),
+        started_at: d.created_at.clone(),
         isolation_backend: if d.unisolated {
             "none".into()
         } else {

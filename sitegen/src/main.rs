@@ -89,7 +89,7 @@ fn run(args: Args) -> Result<usize, Failure> {
             .map_err(Failure::BadInput)?;
         history.push(HistoryBundle {
             bundle_id: b.meta.bundle_id.clone(),
-            sealed_at: b.meta.sealed_at.clone(),
+            started_at: b.meta.started_at.clone(),
             methodology_version: b.meta.methodology_version.clone(),
             completion: Default::default(),
         });

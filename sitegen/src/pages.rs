@@ -346,7 +346,7 @@ pub fn common(input: &SiteInput, path: &str, title: &str, description: &str) -> 
         bundle_href: paths::rel(path, "downloads.html"),
         methodology_version: m.methodology_version.clone(),
         methodology_href: paths::rel(path, "methodology.html"),
-        sealed_at: m.sealed_at.clone(),
+        started_at: m.started_at.clone(),
         canonical: input
             .base_url
             .as_ref()
@@ -470,8 +470,8 @@ pub fn home(ix: &Index<'_>) -> PageModel {
             value: visible(&m.bundle_id),
         },
         Chip {
-            label: "Sealed".into(),
-            value: visible(&m.sealed_at),
+            label: "Sweep started".into(),
+            value: visible(&m.started_at),
         },
         Chip {
             label: "Methodology".into(),
@@ -1566,7 +1566,7 @@ pub fn server(ix: &Index<'_>, s: &ServerInput) -> PageModel {
             if *srv == s.id && *cat == s.category {
                 history.push(HistoryRow {
                     bundle: visible(&h.bundle_id),
-                    sealed_at: visible(&h.sealed_at),
+                    started_at: visible(&h.started_at),
                     agent: visible(agent),
                     completion: v.map(pct).unwrap_or_else(|| "refused".into()),
                 });
@@ -1580,7 +1580,7 @@ pub fn server(ix: &Index<'_>, s: &ServerInput) -> PageModel {
         {
             history.push(HistoryRow {
                 bundle: format!("{} (shown)", visible(&ix.bundle().meta.bundle_id)),
-                sealed_at: visible(&ix.bundle().meta.sealed_at),
+                started_at: visible(&ix.bundle().meta.started_at),
                 agent: visible(&a.id),
                 completion: c
                     .completion
@@ -2568,8 +2568,8 @@ pub fn downloads(
                 .map(|h| Chip {
                     label: visible(&h.bundle_id),
                     value: format!(
-                        "sealed {}, methodology v{}",
-                        visible(&h.sealed_at),
+                        "sweep started {}, methodology v{}",
+                        visible(&h.started_at),
                         visible(&h.methodology_version)
                     ),
                 })

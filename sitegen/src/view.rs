@@ -39,7 +39,7 @@ pub struct Common {
     pub bundle_href: String,
     pub methodology_version: String,
     pub methodology_href: String,
-    pub sealed_at: String,
+    pub started_at: String,
     pub canonical: Option<String>,
     /// Shown on every page when the bundle ran without isolation.
     pub unisolated: bool,
@@ -235,7 +235,7 @@ pub struct ServerTaskRow {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HistoryRow {
     pub bundle: String,
-    pub sealed_at: String,
+    pub started_at: String,
     pub agent: String,
     pub completion: String,
 }
