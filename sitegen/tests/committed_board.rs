@@ -1,0 +1,292 @@
+//! The committed real-model board (`bundles/local-model`, made by `sweeps/local-model.toml`): it
+//! verifies, its analysis is run again here with the published settings, every headline Completion is
+//! recomputed from the attempts table by the method's own words (§7: the mean over core tasks of each
+//! task's PASS / (PASS + FAIL) with timeouts counted as failures, excluded classes left out), and the
+//! site the demo publishes from it is checked where a reader looks: the home page opens on this bundle,
+//! web-fetch is ranked with intervals and bands, and databases shows its refusals in the numbers' place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use agentrank_analyze::{Config, analyze};
+use agentrank_schema::OutcomeClass;
+use agentrank_schema::bundle::{read_bundle, verify_bundle};
+use agentrank_sitegen::input::SiteInput;
+use agentrank_sitegen::redact::HostFacts;
+use agentrank_sitegen::{content, load, paths, site};
+
+const AGENT: &str = "qwen-coder-local";
+
+fn bundle_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/local-model")
+}
+
+fn page(out: &site::SiteOutput, path: &str) -> String {
+    String::from_utf8(
+        out.files
+            .get(path)
+            .unwrap_or_else(|| panic!("no page {path}"))
+            .clone(),
+    )
+    .expect("utf8")
+}
+
+/// The text a reader sees: tags dropped, entities for `&` and `–` read, whitespace collapsed.
+fn text(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for ch in html.chars() {
+        match ch {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out.replace("&amp;", "&").replace("&#8211;", "–");
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Completion of (category, agent, server) from the tables alone: for each core task the share of
+/// its countable attempts that passed, PASS against FAIL, SERVER_TIMEOUT and AGENT_TIMEOUT (every
+/// other class is excluded from both sides); then the mean over the tasks that have any.
+fn completion_from_attempts(
+    tables: &agentrank_schema::bundle::Tables,
+    category: &str,
+    server: &str,
+) -> (f64, usize, usize, Vec<Vec<bool>>) {
+    // The null baselines (modes of this agent against the same server), the no-server control and
+    // the timeout calibration run as this agent too; the controls table names their attempts, and
+    // they are never the agent's score. (A smoke control is an ordinary attempt of its cell.)
+    let baselines: BTreeSet<&str> = tables
+        .controls
+        .iter()
+        .filter(|c| c.control_kind != "smoke")
+        .map(|c| c.attempt_id.as_str())
+        .collect();
+    let mut per_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut outcomes: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
+    for a in tables.attempts.iter().filter(|a| {
+        a.category == category
+            && a.agent_id == AGENT
+            && a.server_id == server
+            && a.class == "core"
+            && !baselines.contains(a.attempt_id.as_str())
+    }) {
+        let counted = match a.outcome {
+            OutcomeClass::Pass => Some(true),
+            OutcomeClass::Fail | OutcomeClass::ServerTimeout | OutcomeClass::AgentTimeout => {
+                Some(false)
+            }
+            _ => None,
+        };
+        if let Some(passed) = counted {
+            outcomes.entry(a.task_id.as_str()).or_default().push(passed);
+            let e = per_task.entry(a.task_id.as_str()).or_default();
+            e.1 += 1;
+            if passed {
+                e.0 += 1;
+            }
+        }
+    }
+    let tasks = per_task.len();
+    let attempts_counted: usize = per_task.values().map(|(_, n)| n).sum();
+    let mean = per_task
+        .values()
+        .map(|(p, n)| *p as f64 / *n as f64)
+        .sum::<f64>()
+        / tasks.max(1) as f64;
+    (
+        mean,
+        tasks,
+        attempts_counted,
+        outcomes.into_values().collect(),
+    )
+}
+
+/// The §8 cluster bootstrap, written from its text with its own generator (so it agrees with the
+/// analysis in distribution, not draw for draw): 10,000 resamples, each drawing tasks with
+/// replacement and then attempts within each drawn task with replacement; the 2.5th and 97.5th
+/// percentiles of the resampled Completion.
+fn cluster_bootstrap(tasks: &[Vec<bool>]) -> (f64, f64) {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = |n: usize| -> usize {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        ((z >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
+    };
+    let mut stats: Vec<f64> = (0..10_000)
+        .map(|_| {
+            let mut sum = 0.0;
+            for _ in 0..tasks.len() {
+                let task = &tasks[next(tasks.len())];
+                let passes = (0..task.len()).filter(|_| task[next(task.len())]).count();
+                sum += passes as f64 / task.len() as f64;
+            }
+            sum / tasks.len() as f64
+        })
+        .collect();
+    stats.sort_by(f64::total_cmp);
+    let at = |q: f64| stats[((stats.len() - 1) as f64 * q).round() as usize];
+    (at(0.025), at(0.975))
+}
+
+#[test]
+fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows() {
+    let dir = bundle_dir();
+    let problems = verify_bundle(&dir).expect("the committed bundle is readable");
+    assert!(
+        problems.is_empty(),
+        "bundles/local-model does not verify: {problems:?}"
+    );
+    let bundle = read_bundle(&dir).expect("read the committed bundle");
+    assert!(
+        bundle.manifest.draft.agent_configs.contains_key(AGENT),
+        "the manifest carries the agent configuration that ran"
+    );
+
+    // The analysis, with the settings `agentrank-analyze` publishes by default.
+    let input = agentrank_analyze::load::load_input(&dir).expect("analysis input");
+    let analysis = analyze(&[input], &Config::default()).expect("analyse");
+    let headline = |category: &str| -> Vec<&agentrank_schema::analysis::CompletionRow> {
+        analysis
+            .completion
+            .iter()
+            .filter(|r| r.category == category && r.agent == AGENT && r.view == "headline")
+            .collect()
+    };
+
+    // Web-fetch: four servers, every one scored and banded; each point is the method's own mean.
+    let web = headline("web-fetch");
+    assert_eq!(web.len(), 4, "four web-fetch servers: {web:?}");
+    for r in &web {
+        assert_eq!(r.status, "SCORED", "{} is not scored: {r:?}", r.server);
+        let (point, ci_lo, ci_hi) = (
+            r.point.expect("point"),
+            r.ci_lo.expect("ci_lo"),
+            r.ci_hi.expect("ci_hi"),
+        );
+        let (mine, tasks, counted, outcomes) =
+            completion_from_attempts(&bundle.tables, "web-fetch", &r.server);
+        assert!(
+            (point - mine).abs() < 1e-9,
+            "{}: analysis says {point}, the attempts say {mine}",
+            r.server
+        );
+        assert_eq!(tasks as i64, r.core_tasks, "{}: core tasks", r.server);
+        assert_eq!(counted as i64, r.countable_attempts, "{}", r.server);
+        assert!(
+            ci_lo <= point && point <= ci_hi,
+            "{}: {point} outside [{ci_lo}, {ci_hi}]",
+            r.server
+        );
+        // The interval agrees with an independent bootstrap to within resampling noise.
+        let (lo, hi) = cluster_bootstrap(&outcomes);
+        eprintln!(
+            "{}: {point:.4} [{ci_lo:.4}, {ci_hi:.4}] independent [{lo:.4}, {hi:.4}]",
+            r.server
+        );
+        assert!(
+            (lo - ci_lo).abs() <= 0.03 && (hi - ci_hi).abs() <= 0.03,
+            "{}: analysis [{ci_lo}, {ci_hi}], independent bootstrap [{lo}, {hi}]",
+            r.server
+        );
+        assert!(
+            r.rank.is_some() && r.band.is_some(),
+            "{} unranked",
+            r.server
+        );
+        // The adaptive rule ran: every core task has at least two countable attempts.
+        assert!(
+            counted >= 2 * tasks,
+            "{}: {counted} attempts over {tasks} tasks",
+            r.server
+        );
+    }
+    // Ranks follow the points; bands start at 1 and never go down the board.
+    let mut by_rank = web.clone();
+    by_rank.sort_by_key(|r| r.rank);
+    for w in by_rank.windows(2) {
+        assert!(w[0].point >= w[1].point, "rank order: {w:?}");
+        assert!(w[0].band <= w[1].band, "band order: {w:?}");
+    }
+    assert_eq!(by_rank[0].band, Some(1));
+
+    // Databases: four servers (PostgreSQL and MariaDB both present), each refused with its gate.
+    let db = headline("databases");
+    assert_eq!(db.len(), 4, "four databases servers: {db:?}");
+    for r in &db {
+        assert_eq!(r.status, "REFUSED", "{r:?}");
+        assert!(r.point.is_none() && r.band.is_none());
+        assert!(r.refusal_gate.is_some(), "{}: no gate named", r.server);
+    }
+    // PostgreSQL and MariaDB (the `mysql` engine) both serve databases servers.
+    let engines: std::collections::BTreeSet<String> = db
+        .iter()
+        .filter_map(|r| bundle.manifest.draft.server_configs.get(&r.server))
+        .filter_map(|c| c.get("engine").and_then(|e| e.as_str()).map(str::to_string))
+        .collect();
+    assert!(
+        engines.contains("postgres") && engines.contains("mysql"),
+        "engines: {engines:?}"
+    );
+
+    // The site the demo publishes: the demo bundle beside it is history; this one is shown.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let an_dir = tmp.path().join("analysis");
+    agentrank_analyze::write::write_all(&analysis, &an_dir).expect("write analysis");
+    let site_input = SiteInput {
+        bundle: load::load_bundle(&dir).expect("load bundle"),
+        history: vec![],
+        analysis: load::load_analysis(&an_dir).expect("load analysis"),
+        content: content::builtin(),
+        base_url: None,
+    };
+    let out = site::build(&site_input, &HostFacts::default()).expect("the site builds");
+    let home = text(&page(&out, "index.html"));
+    assert!(
+        home.contains("Bundle local-model"),
+        "home opens on the real board"
+    );
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    for r in &web {
+        let shown = format!(
+            "{} {}–{}",
+            pct(r.point.expect("point")),
+            pct(r.ci_lo.expect("ci_lo")),
+            pct(r.ci_hi.expect("ci_hi"))
+        );
+        assert!(home.contains(&shown), "home lacks {} {shown}", r.server);
+    }
+    assert!(home.contains("Band 1"), "home shows bands");
+    assert!(
+        home.contains("Refused: INDETERMINATE"),
+        "home shows the databases refusals"
+    );
+    let board = text(&page(&out, &paths::board("web-fetch", AGENT)));
+    for r in &web {
+        assert!(
+            board.contains(&pct(r.point.expect("point"))),
+            "web-fetch board lacks {}",
+            r.server
+        );
+    }
+    let db_board = text(&page(&out, &paths::board("databases", AGENT)));
+    assert!(
+        db_board.contains("Refused"),
+        "databases board shows refusals"
+    );
+    assert!(!db_board.contains("Band 1"), "a refused board has no bands");
+    // The agent configuration that ran is published on its board.
+    assert!(
+        board.contains("prompt"),
+        "the board publishes the agent's settings"
+    );
+}
