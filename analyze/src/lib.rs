@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod paired;
 pub mod rng;
 pub mod stats;
+#[cfg(feature = "test-support")]
 pub mod synthetic;
 pub mod write;
 

@@ -289,7 +289,7 @@ fn nonce() -> String {
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         let _ = f.read_exact(&mut bytes);
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    agentrank_schema::ids::hex(&bytes)
 }
 
 /// The response the host decided on, before it goes on the wire.

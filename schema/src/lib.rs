@@ -21,11 +21,13 @@ pub mod outcome;
 pub mod predicate;
 pub mod records;
 pub mod roster;
+#[cfg(feature = "test-support")]
 pub mod sample;
 pub mod sweep;
 pub mod table;
 pub mod tape;
 pub mod task;
+pub mod time;
 
 pub use outcome::OutcomeClass;
 

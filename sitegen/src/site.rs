@@ -10,7 +10,6 @@ use crate::paths;
 use crate::redact::{Hit, HostFacts, Scanner, ScannerError};
 use crate::render::{Renderer, STYLESHEET, TemplateError};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The built site: site-relative path → bytes.
@@ -37,14 +36,7 @@ pub enum BuildError {
     DuplicatePath(String),
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in d.iter() {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
-}
+pub use agentrank_schema::ids::sha256_hex;
 
 /// Files of a bundle that are text and must pass the redaction scan as published.
 fn is_text_file(path: &str) -> bool {

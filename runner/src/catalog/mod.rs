@@ -14,6 +14,7 @@ pub mod template;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use agentrank_schema::ids::hex;
 use agentrank_schema::predicate::Predicate;
 use agentrank_schema::task::{
     Binding, CatalogFile, Category, Environment, ProbeInstance, ProbeSpec, TaskInstance, TaskSpec,
@@ -96,10 +97,6 @@ impl Catalog {
         }
         hex(&h.finalize())
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn describe(path: &serde_path_to_error::Path, message: &str) -> String {

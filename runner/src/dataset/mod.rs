@@ -169,20 +169,7 @@ fn text(s: &str) -> Value {
     Value::Text(s.to_owned())
 }
 
-/// Days since 1970-01-01 → `YYYY-MM-DD` (proleptic Gregorian; civil-from-days).
-pub fn date_from_days(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}")
-}
+pub use agentrank_schema::time::date_from_days;
 
 /// 2024-01-01 as days since the epoch.
 pub const DAY_2024_01_01: i64 = 19_723;

@@ -14,7 +14,6 @@
 //! backslash, so MySQL's backslash escapes never change a literal.
 
 use agentrank_schema::task::Engine;
-use sha2::{Digest, Sha256};
 
 use super::{ColumnType, Dataset, Table, Value};
 
@@ -137,12 +136,7 @@ pub fn render(engine: Engine, d: &Dataset) -> String {
 
 /// SHA-256 (hex) of the canonical rendering (SQLite), which pins the rows of an instance.
 pub fn dataset_sha256(d: &Dataset) -> String {
-    let mut h = Sha256::new();
-    h.update(render(Engine::Sqlite, d).as_bytes());
-    h.finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>()
+    agentrank_schema::ids::sha256_hex(render(Engine::Sqlite, d).as_bytes())
 }
 
 /// Every generated string is free of backslashes (see the module doc); returns the first offender.

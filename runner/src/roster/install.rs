@@ -991,15 +991,7 @@ fn run_logged(mut cmd: Command, log: &Path) -> Result<(), InstallError> {
     }
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
+pub(crate) use agentrank_schema::ids::hex;
 
 /// The manifest's record of one installed server.
 pub fn locked_server(lock: &LockEntry) -> agentrank_schema::manifest::LockedServer {
