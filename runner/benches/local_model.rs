@@ -7,14 +7,14 @@
 //!
 //! `cargo bench -p agentrank-runner --bench local_model` (root; builds the model server into the model
 //! cache the first time). `AGENTRANK_BENCH_BUNDLE=DIR` reads the same figures from a sealed bundle
-//! instead of running (e.g. `bundles/local-model`); `AGENTRANK_BENCH_TASKS=N` sets how many tasks run
-//! (default 6).
+//! instead of running (relative to the workspace root, e.g. `bundles/local-model`);
+//! `AGENTRANK_BENCH_TASKS=N` sets how many tasks run (default 6).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use agentrank_runner::agents::pace::Pace;
+use agentrank_runner::agents::pace::{AttemptSpan, Pace};
 use agentrank_schema::bundle::read_bundle;
 use agentrank_schema::tape::Plane;
 
@@ -117,7 +117,8 @@ fn main() {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let (bundle, wall_s) = match std::env::var_os("AGENTRANK_BENCH_BUNDLE") {
-        Some(b) => (PathBuf::from(b), None),
+        // Cargo runs a benchmark in its package's directory: a relative path is the workspace's.
+        Some(b) => (workspace().join(b), None),
         None => {
             let n = std::env::var("AGENTRANK_BENCH_TASKS")
                 .ok()
@@ -133,7 +134,14 @@ fn main() {
         let tape = b
             .read_tape(&a.attempt_id, Plane::Agent)
             .unwrap_or_else(|e| panic!("agent tape of {}: {e}", a.attempt_id));
-        pace.add(a.duration_ms, &tape);
+        let wire = b
+            .read_tape(&a.attempt_id, Plane::Mcp)
+            .unwrap_or_else(|e| panic!("wire tape of {}: {e}", a.attempt_id));
+        let span = AttemptSpan {
+            started_at: a.started_at,
+            ended_at: a.ended_at,
+        };
+        pace.add(span, &tape, &wire);
     }
     assert!(
         pace.attempts > 0,
@@ -142,8 +150,8 @@ fn main() {
     );
     println!("local model benchmark: {AGENT} on {}", bundle.display());
     println!(
-        "  attempts {} ({} with timed requests), model requests {}",
-        pace.attempts, pace.timed_attempts, pace.requests
+        "  attempts {} ({} with timed requests), model requests {}, cut off by the time limit {}",
+        pace.attempts, pace.timed_attempts, pace.requests, pace.cut_off_requests
     );
     let per_hour = wall_s
         .map(|s| pace.attempts as f64 / s * 3600.0)
@@ -196,10 +204,36 @@ fn main() {
             )
         );
     }
+    // Where the timed attempts' time went, each part as a share of the model's time.
+    println!(
+        "  timed attempts: {:.0} s, of which model requests {:.0} s",
+        pace.attempt_ms / 1000.0,
+        pace.model_ms / 1000.0
+    );
+    for (what, ms) in [
+        ("server calls (tools/call)", pace.tool_ms),
+        (
+            "server start (initialize, tools/list)",
+            pace.server_start_ms,
+        ),
+        (
+            "runner: before and after the agent loop",
+            pace.outside_loop_ms,
+        ),
+        ("runner: connecting (sandbox, tap)", pace.connect_ms),
+        ("runner: inside the agent loop", pace.in_loop_ms()),
+    ] {
+        println!(
+            "    {:<42} {:>8.1} s  {:>6} of model time",
+            what,
+            ms / 1000.0,
+            fmt(pace.share(ms), 100.0, "%")
+        );
+    }
     let share = pace.runner_share_of_model_time();
     println!(
         "  {:<44} {}  (goal at most 5%: {})",
-        "runner's own time / model time, per attempt",
+        "runner's own time / model time",
         fmt(share, 100.0, "%"),
         match share {
             Some(s) if s <= 0.05 => "met",

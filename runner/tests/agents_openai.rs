@@ -658,6 +658,21 @@ fn a_slow_model_at_the_deadline_is_an_agent_timeout() {
     assert!(run.spend.floor);
     let (class, _) = class_of(&run, "gpt-oss:20b", false);
     assert_eq!(class, OutcomeClass::AgentTimeout);
+    // The tape keeps the model's time up to the limit, so the benchmark does not charge it to the
+    // runner: one cut-off line, close to the 2 s limit less the server's start.
+    let cut: Vec<f64> = run
+        .turns
+        .iter()
+        .filter_map(|t| t.data.as_ref())
+        .filter(|d| d["type"] == "request_cut_off")
+        .map(|d| d["request_ms"].as_f64().expect("request_ms"))
+        .collect();
+    assert_eq!(cut.len(), 1, "{:?}", run.turns);
+    assert!(
+        (1000.0..=2100.0).contains(&cut[0]),
+        "cut off after {} ms",
+        cut[0]
+    );
 }
 
 #[test]

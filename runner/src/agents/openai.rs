@@ -799,6 +799,16 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
         .await;
         let (status, text) = match answer {
             Err(_) => {
+                // The model's time up to the limit, so the tape accounts for all of the attempt.
+                let request_ms = requested.elapsed().as_secs_f64() * 1000.0;
+                let mut tl = turn(now(), "system", "event");
+                tl.text = Some("the time limit cut off the model request".into());
+                tl.data = Some(json!({
+                    "type": "request_cut_off",
+                    "request_ms": (request_ms * 10.0).round() / 10.0,
+                    "prompt_chars": prompt_chars,
+                }));
+                turns.push(tl);
                 signals.timed_out = true;
                 break;
             }

@@ -8,12 +8,16 @@
 //!
 //! - prompt and generated tokens per second (the endpoint's timings);
 //! - the share of prompt tokens served from the prefix cache: `cache_n / (cache_n + prompt_n)`;
-//! - the runner's own time inside attempts: an attempt's duration less its model requests and its
-//!   server calls, as a share of the model's time. The goal is at most 5%.
+//! - where an attempt's time goes besides the model: the server's calls (`latency_ms` of each tool
+//!   result), the server's start (on the wire tape: from each `initialize` and `tools/list` request to
+//!   its answer, the time the server took to boot and answer), and the runner's own time, split into
+//!   before and after the agent loop (sandbox, world, observation, verification), connecting (sandbox
+//!   and tap set-up around the server's start) and inside the loop (prompt building, parsing, tape
+//!   writing). The runner's own time as a share of the model's time has the goal of at most 5%.
 //!
 //! Pure: the caller reads the tapes.
 
-use agentrank_schema::tape::TapeLine;
+use agentrank_schema::tape::{Dir, TapeLine};
 use serde_json::Value;
 
 /// Sums over the attempts of one agent.
@@ -23,12 +27,20 @@ pub struct Pace {
     /// Attempts whose usage lines carry request wall times (older tapes do not).
     pub timed_attempts: usize,
     pub requests: usize,
+    /// Requests (or server calls) the time limit cut off: their time up to the limit is counted.
+    pub cut_off_requests: usize,
     /// Sum of the timed attempts' durations.
     pub attempt_ms: f64,
     /// Sum of the model requests' wall times.
     pub model_ms: f64,
     /// Sum of the server calls' latencies.
     pub tool_ms: f64,
+    /// Sum of the servers' start: `initialize` and `tools/list`, request to answer, on the wire tape.
+    pub server_start_ms: f64,
+    /// The runner's time before the agent loop's tape starts and after it ends.
+    pub outside_loop_ms: f64,
+    /// From the agent tape's start to the tool listing, less the server's start.
+    pub connect_ms: f64,
     pub prompt_tokens_evaluated: u64,
     pub prompt_eval_ms: f64,
     pub cached_prompt_tokens: u64,
@@ -37,12 +49,44 @@ pub struct Pace {
 }
 
 impl Pace {
-    /// Adds one attempt: its duration and its agent tape.
-    pub fn add(&mut self, duration_ms: i64, tape: &[TapeLine]) {
+    /// Adds one attempt: its start and end (µs since the epoch, as in `attempts`), its agent tape and
+    /// its wire tape.
+    pub fn add(&mut self, attempt: AttemptSpan, tape: &[TapeLine], wire: &[TapeLine]) {
         self.attempts += 1;
         let (mut model_ms, mut tool_ms, mut timed) = (0.0, 0.0, false);
+        let (mut tape_start, mut tape_end, mut listed) = (None, None, None);
+        let (mut last, mut cut_off_recorded, mut timed_out) = (None, false, false);
         for line in tape {
-            let TapeLine::Turn(t) = line else { continue };
+            let t = match line {
+                TapeLine::Meta(m) => {
+                    tape_start = Some(m.started_at);
+                    continue;
+                }
+                TapeLine::End(e) => {
+                    tape_end = Some(e.t);
+                    timed_out = e.reason == "timeout";
+                    continue;
+                }
+                TapeLine::Turn(t) => t,
+                _ => continue,
+            };
+            if listed.is_none()
+                && t.kind == "event"
+                && t.data.as_ref().is_some_and(|d| d.get("tools").is_some())
+            {
+                listed = Some(t.t);
+            }
+            last = Some((t.kind.as_str(), t.t));
+            if t.kind == "event"
+                && let Some(d) = &t.data
+                && d.get("type").and_then(Value::as_str) == Some("request_cut_off")
+            {
+                cut_off_recorded = true;
+                self.cut_off_requests += 1;
+                if let Some(ms) = d.get("request_ms").and_then(Value::as_f64) {
+                    model_ms += ms;
+                }
+            }
             let Some(data) = &t.data else { continue };
             match t.kind.as_str() {
                 "usage" => {
@@ -78,11 +122,38 @@ impl Pace {
                 _ => {}
             }
         }
+        // A tape written before the loop recorded cut-off requests: when the time limit ended the
+        // loop after the tools were listed, the wait after the last line was the model's request,
+        // or the server's call when the last line is a call without its result.
+        if timed
+            && timed_out
+            && !cut_off_recorded
+            && listed.is_some()
+            && let (Some((kind, at)), Some(end)) = (last, tape_end)
+        {
+            let pending = (end - at).max(0) as f64 / 1000.0;
+            self.cut_off_requests += 1;
+            if kind == "tool_call" {
+                tool_ms += pending;
+            } else {
+                model_ms += pending;
+            }
+        }
         if timed {
+            let server_start_ms = server_start_ms(wire);
             self.timed_attempts += 1;
-            self.attempt_ms += duration_ms as f64;
+            self.attempt_ms += (attempt.ended_at - attempt.started_at) as f64 / 1000.0;
             self.model_ms += model_ms;
             self.tool_ms += tool_ms;
+            self.server_start_ms += server_start_ms;
+            if let (Some(start), Some(end)) = (tape_start, tape_end) {
+                let before = start - attempt.started_at;
+                let after = attempt.ended_at - (start + end);
+                self.outside_loop_ms += (before + after).max(0) as f64 / 1000.0;
+            }
+            if let Some(listed) = listed {
+                self.connect_ms += (listed as f64 / 1000.0 - server_start_ms).max(0.0);
+            }
         }
     }
 
@@ -104,18 +175,72 @@ impl Pace {
         (all > 0).then(|| self.cached_prompt_tokens as f64 / all as f64)
     }
 
-    /// The runner's own time inside the timed attempts (duration less model requests and server
-    /// calls) as a share of the model's time.
+    /// The runner's own time inside the timed attempts (duration less model requests, server calls
+    /// and the servers' start) as a share of the model's time.
     pub fn runner_share_of_model_time(&self) -> Option<f64> {
-        (self.model_ms > 0.0)
-            .then(|| ((self.attempt_ms - self.model_ms - self.tool_ms) / self.model_ms).max(0.0))
+        self.share(self.runner_ms())
     }
+
+    /// The runner's own time: what is left of the timed attempts' durations.
+    pub fn runner_ms(&self) -> f64 {
+        (self.attempt_ms - self.model_ms - self.tool_ms - self.server_start_ms).max(0.0)
+    }
+
+    /// The runner's time inside the agent loop: its own time less the parts outside and connecting.
+    pub fn in_loop_ms(&self) -> f64 {
+        (self.runner_ms() - self.outside_loop_ms - self.connect_ms).max(0.0)
+    }
+
+    /// `ms` as a share of the model's time.
+    pub fn share(&self, ms: f64) -> Option<f64> {
+        (self.model_ms > 0.0).then(|| ms / self.model_ms)
+    }
+}
+
+/// An attempt's start and end, µs since the Unix epoch (the `attempts` table's `started_at`, `ended_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptSpan {
+    pub started_at: i64,
+    pub ended_at: i64,
+}
+
+/// The server's start on a wire tape: for each `initialize` and `tools/list` request, the time to the
+/// answer with its id, in ms.
+fn server_start_ms(wire: &[TapeLine]) -> f64 {
+    let mut asked: Vec<(Value, i64)> = Vec::new();
+    let mut ms = 0.0;
+    for line in wire {
+        let TapeLine::Message(m) = line else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(&m.raw) else {
+            continue;
+        };
+        let Some(id) = v.get("id").filter(|id| !id.is_null()) else {
+            continue;
+        };
+        match m.dir {
+            Dir::In => {
+                if matches!(
+                    v.get("method").and_then(Value::as_str),
+                    Some("initialize" | "tools/list")
+                ) {
+                    asked.push((id.clone(), m.t));
+                }
+            }
+            Dir::Out => {
+                if let Some(i) = asked.iter().position(|(a, _)| a == id) {
+                    let (_, t) = asked.swap_remove(i);
+                    ms += (m.t - t).max(0) as f64 / 1000.0;
+                }
+            }
+        }
+    }
+    ms
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentrank_schema::tape::TurnLine;
+    use agentrank_schema::tape::{EndLine, MessageLine, MetaLine, Plane, TurnLine};
     use serde_json::json;
 
     fn turn(kind: &str, data: Value) -> TapeLine {
@@ -130,25 +255,108 @@ mod tests {
         })
     }
 
+    fn at(t: i64, line: TapeLine) -> TapeLine {
+        match line {
+            TapeLine::Turn(mut x) => {
+                x.t = t;
+                TapeLine::Turn(x)
+            }
+            other => other,
+        }
+    }
+
+    fn wire(t: i64, dir: Dir, raw: Value) -> TapeLine {
+        TapeLine::Message(MessageLine {
+            t,
+            dir,
+            raw: raw.to_string(),
+        })
+    }
+
     #[test]
-    fn sums_an_attempts_requests_calls_and_overhead() {
+    fn splits_an_attempts_time_into_model_server_and_runner() {
+        // The attempt runs 0..4800 ms; its agent tape starts at 100 ms and ends 4650 ms later.
+        let span = AttemptSpan {
+            started_at: 0,
+            ended_at: 4_800_000,
+        };
         let tape = vec![
-            turn(
-                "usage",
-                json!({"request_ms": 3000.0, "timings": {"cache_n": 0, "prompt_n": 1000,
-                    "prompt_ms": 2500.0, "predicted_n": 20, "predicted_ms": 500.0}}),
+            TapeLine::Meta(MetaLine {
+                v: 1,
+                plane: Plane::Agent,
+                attempt_id: "a".into(),
+                started_at: 100_000,
+                info: Default::default(),
+            }),
+            at(
+                400_000,
+                turn("event", json!({"tools": ["fetch"], "definition_chars": 10})),
             ),
-            turn("tool_result", json!({"latency_ms": 200})),
-            turn(
-                "usage",
-                json!({"request_ms": 1000.0, "timings": {"cache_n": 1000, "prompt_n": 100,
-                    "prompt_ms": 250.0, "predicted_n": 10, "predicted_ms": 750.0}}),
+            at(
+                1_000_000,
+                turn(
+                    "usage",
+                    json!({"request_ms": 3000.0, "timings": {"cache_n": 0, "prompt_n": 1000,
+                        "prompt_ms": 2500.0, "predicted_n": 20, "predicted_ms": 500.0}}),
+                ),
+            ),
+            at(1_300_000, turn("tool_result", json!({"latency_ms": 200}))),
+            at(
+                4_500_000,
+                turn(
+                    "usage",
+                    json!({"request_ms": 1000.0, "timings": {"cache_n": 1000, "prompt_n": 100,
+                        "prompt_ms": 250.0, "predicted_n": 10, "predicted_ms": 750.0}}),
+                ),
+            ),
+            TapeLine::End(EndLine {
+                t: 4_650_000,
+                reason: "exit:0".into(),
+            }),
+        ];
+        // The server answers `initialize` in 200 ms and `tools/list` in 50 ms; the notification
+        // and the tool call are not its start.
+        let wire_tape = vec![
+            wire(
+                50_000,
+                Dir::In,
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize"}),
+            ),
+            wire(
+                250_000,
+                Dir::Out,
+                json!({"jsonrpc": "2.0", "id": 0, "result": {}}),
+            ),
+            wire(
+                255_000,
+                Dir::In,
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            ),
+            wire(
+                260_000,
+                Dir::In,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            ),
+            wire(
+                310_000,
+                Dir::Out,
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}),
+            ),
+            wire(
+                1_100_000,
+                Dir::In,
+                json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call"}),
+            ),
+            wire(
+                1_300_000,
+                Dir::Out,
+                json!({"jsonrpc": "2.0", "id": 2, "result": {}}),
             ),
         ];
         let mut pace = Pace::default();
-        pace.add(4400, &tape);
+        pace.add(span, &tape, &wire_tape);
         // An older tape without wall times counts as an attempt but not in the time sums.
-        pace.add(9999, &[turn("usage", json!({"prompt_tokens": 5}))]);
+        pace.add(span, &[turn("usage", json!({"prompt_tokens": 5}))], &[]);
         assert_eq!(
             (pace.attempts, pace.timed_attempts, pace.requests),
             (2, 1, 3)
@@ -156,8 +364,90 @@ mod tests {
         assert_eq!(pace.prompt_tokens_per_s(), Some(1100.0 / 2.75));
         assert_eq!(pace.generated_tokens_per_s(), Some(30.0 / 1.25));
         assert_eq!(pace.prefix_cache_share(), Some(1000.0 / 2100.0));
-        // 4400 ms less 4000 ms of model and 200 ms of server: 200 ms, 5% of the model's time.
-        assert_eq!(pace.runner_share_of_model_time(), Some(0.05));
+        assert_eq!(
+            (
+                pace.attempt_ms,
+                pace.model_ms,
+                pace.tool_ms,
+                pace.server_start_ms
+            ),
+            (4800.0, 4000.0, 200.0, 250.0)
+        );
+        // 100 ms before the agent tape and 50 ms after it; 400 ms to the listing less the server's 250.
+        assert_eq!((pace.outside_loop_ms, pace.connect_ms), (150.0, 150.0));
+        // 4800 less 4000 of model, 200 of calls and 250 of server start: 350 ms of the runner's own.
+        assert_eq!(pace.runner_ms(), 350.0);
+        assert_eq!(pace.in_loop_ms(), 50.0);
+        assert_eq!(pace.runner_share_of_model_time(), Some(350.0 / 4000.0));
+    }
+
+    #[test]
+    fn counts_the_time_a_limit_cut_off_as_the_model_or_the_server() {
+        let span = AttemptSpan {
+            started_at: 0,
+            ended_at: 10_000_000,
+        };
+        let meta = TapeLine::Meta(MetaLine {
+            v: 1,
+            plane: Plane::Agent,
+            attempt_id: "a".into(),
+            started_at: 0,
+            info: Default::default(),
+        });
+        let listed = at(100_000, turn("event", json!({"tools": ["fetch"]})));
+        let first = at(2_100_000, turn("usage", json!({"request_ms": 2000.0})));
+        let end = TapeLine::End(EndLine {
+            t: 10_000_000,
+            reason: "timeout".into(),
+        });
+        // Recorded: the loop wrote the cut-off request's time.
+        let recorded = vec![
+            meta.clone(),
+            listed.clone(),
+            first.clone(),
+            at(
+                10_000_000,
+                turn(
+                    "event",
+                    json!({"type": "request_cut_off", "request_ms": 7900.0}),
+                ),
+            ),
+            end.clone(),
+        ];
+        let mut pace = Pace::default();
+        pace.add(span, &recorded, &[]);
+        assert_eq!(
+            (pace.model_ms, pace.tool_ms, pace.cut_off_requests),
+            (9900.0, 0.0, 1)
+        );
+        // An older tape: the wait after a tool result is the model's, 2.2 s .. 10 s.
+        let older = vec![
+            meta.clone(),
+            listed.clone(),
+            first.clone(),
+            at(2_200_000, turn("tool_result", json!({"latency_ms": 100}))),
+            end.clone(),
+        ];
+        let mut pace = Pace::default();
+        pace.add(span, &older, &[]);
+        assert_eq!(
+            (pace.model_ms, pace.tool_ms, pace.cut_off_requests),
+            (9800.0, 100.0, 1)
+        );
+        // A call without its result: the wait is the server's.
+        let pending_call = vec![
+            meta,
+            listed,
+            first,
+            at(2_200_000, turn("tool_call", json!({}))),
+            end,
+        ];
+        let mut pace = Pace::default();
+        pace.add(span, &pending_call, &[]);
+        assert_eq!(
+            (pace.model_ms, pace.tool_ms, pace.cut_off_requests),
+            (2000.0, 7800.0, 1)
+        );
     }
 
     #[test]
