@@ -359,6 +359,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, which: Listener) {
     let mut headers = Vec::new();
     let mut cookies = Vec::new();
     let mut content_type = String::new();
+    let mut chunked = false;
     let mut is_health = false;
     for h in request.headers() {
         let name = h.field.as_str().as_str().to_ascii_lowercase();
@@ -372,12 +373,25 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, which: Listener) {
         if name == "content-type" {
             content_type = value.clone();
         }
+        if name == "transfer-encoding" {
+            chunked = true;
+        }
         if RECORDED_HEADERS.contains(&name.as_str()) {
             headers.push((name, value));
         }
     }
+    // A request has a body only when it declares one (RFC 9112 §6.3): with neither a length nor a
+    // transfer coding there is nothing to read. Reading anyway would wait forever on a request that
+    // asks for a protocol upgrade (`Connection: Upgrade`, e.g. curl-impersonate's `Upgrade: h2c`),
+    // because the server then hands over the raw connection; the host ignores the upgrade and
+    // answers in HTTP/1.1, as a server may.
+    let declared = match (request.body_length(), chunked) {
+        (Some(n), _) => (n as u64).min(MAX_BODY),
+        (None, true) => MAX_BODY,
+        (None, false) => 0,
+    };
     let mut body = Vec::new();
-    let _ = request.as_reader().take(MAX_BODY).read_to_end(&mut body);
+    let _ = request.as_reader().take(declared).read_to_end(&mut body);
     let form = if method == "POST" {
         if content_type.starts_with("multipart/form-data") {
             parse_multipart(&content_type, &body)

@@ -347,6 +347,38 @@ fn serves_every_behaviour_and_records_it() {
     assert_eq!(account_hits, vec![302, 200]);
 }
 
+/// Clients that impersonate a browser (curl-impersonate, under Scrapling's `make_request`) ask to
+/// upgrade to HTTP/2 in clear text on every request. The host ignores the upgrade and answers in
+/// HTTP/1.1; before, it waited for a request body that never came, and every such call hung.
+#[test]
+fn answers_a_request_that_asks_for_an_h2c_upgrade() {
+    let r = start();
+    let started = Instant::now();
+    let (s, body) = curl(&format!("{}/", r.base), &["--http2", "--max-time", "10"]);
+    assert_eq!(s, 200);
+    assert!(body.contains("<h1>H-42</h1>"), "{body}");
+    let (s, body) = curl(
+        &format!("{}/", r.base),
+        &[
+            "-H",
+            "Connection: Upgrade, HTTP2-Settings",
+            "-H",
+            "Upgrade: h2c",
+            "-H",
+            "HTTP2-Settings: AAEAAQAAAAIAAAAAAAQAYAAAAAYABAAA",
+            "--max-time",
+            "10",
+        ],
+    );
+    assert_eq!(s, 200);
+    assert!(body.contains("<title>T-91</title>"), "{body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn health_check_reports_a_broken_listener() {
     let r = start();
