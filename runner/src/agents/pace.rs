@@ -11,7 +11,7 @@
 //! - where an attempt's time goes besides the model: the server's calls (`latency_ms` of each tool
 //!   result), the server's start (on the wire tape: from each `initialize` and `tools/list` request to
 //!   its answer, the time the server took to boot and answer), and the runner's own time, split into
-//!   before and after the agent loop (sandbox, world, observation, verification), connecting (sandbox
+//!   outside the agent loop (world set-up, observation, verification, teardown), connecting (sandbox
 //!   and tap set-up around the server's start) and inside the loop (prompt building, parsing, tape
 //!   writing). The runner's own time as a share of the model's time has the goal of at most 5%.
 //!
@@ -37,7 +37,10 @@ pub struct Pace {
     pub tool_ms: f64,
     /// Sum of the servers' start: `initialize` and `tools/list`, request to answer, on the wire tape.
     pub server_start_ms: f64,
-    /// The runner's time before the agent loop's tape starts and after it ends.
+    /// The runner's time outside the agent loop: the attempt's duration beyond the agent tape's
+    /// span. The agent tape is anchored at the attempt's start, so the world's set-up before the
+    /// agent starts (tens of ms on a site world) falls here with the observation, verification and
+    /// teardown after it.
     pub outside_loop_ms: f64,
     /// From the agent tape's start to the tool listing, less the server's start.
     pub connect_ms: f64,
