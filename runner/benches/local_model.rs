@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use agentrank_runner::agents::pace::{AttemptSpan, Pace};
 use agentrank_schema::bundle::read_bundle;
+use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
 use agentrank_schema::tape::Plane;
 
 const AGENT: &str = "qwen-coder-local";
@@ -134,6 +135,14 @@ fn main() {
         }
     };
     let b = read_bundle(&bundle).unwrap_or_else(|e| panic!("{}: {e}", bundle.display()));
+    // Attempts that also ran the tool-definition token measurement (not on their tapes).
+    let measured: std::collections::BTreeSet<&str> = b
+        .tables
+        .probes
+        .iter()
+        .filter(|p| p.probe_id == TOOL_DEFINITION_TOKENS_PROBE)
+        .filter_map(|p| p.attempt_id.as_deref())
+        .collect();
     let mut pace = Pace::default();
     for a in b.tables.attempts.iter().filter(|a| a.agent_id == AGENT) {
         let tape = b
@@ -145,6 +154,7 @@ fn main() {
         let span = AttemptSpan {
             started_at: a.started_at,
             ended_at: a.ended_at,
+            measured_definitions: measured.contains(a.attempt_id.as_str()),
         };
         pace.add(span, &tape, &wire);
     }
@@ -155,8 +165,12 @@ fn main() {
     );
     println!("local model benchmark: {AGENT} on {}", bundle.display());
     println!(
-        "  attempts {} ({} with timed requests), model requests {}, cut off by the time limit {}",
-        pace.attempts, pace.timed_attempts, pace.requests, pace.cut_off_requests
+        "  attempts {} ({} timed; {} more ran the tool-definition measurement, left out of the time split), model requests {}, cut off by the time limit {}",
+        pace.attempts,
+        pace.timed_attempts,
+        pace.measurement_attempts,
+        pace.requests,
+        pace.cut_off_requests
     );
     let per_hour = wall_s
         .map(|s| pace.attempts as f64 / s * 3600.0)

@@ -24,9 +24,12 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pace {
     pub attempts: usize,
-    /// Attempts whose usage lines carry request wall times (older tapes do not).
+    /// Attempts whose usage lines carry request wall times (older tapes do not), in the time sums.
     pub timed_attempts: usize,
     pub requests: usize,
+    /// Timed attempts left out of the time sums because they also ran the tool-definition token
+    /// measurement (see [`AttemptSpan::measured_definitions`]).
+    pub measurement_attempts: usize,
     /// Requests (or server calls) the time limit cut off: their time up to the limit is counted.
     pub cut_off_requests: usize,
     /// Sum of the timed attempts' durations.
@@ -142,7 +145,9 @@ impl Pace {
                 model_ms += pending;
             }
         }
-        if timed {
+        if timed && attempt.measured_definitions {
+            self.measurement_attempts += 1;
+        } else if timed {
             let server_start_ms = server_start_ms(wire);
             self.timed_attempts += 1;
             self.attempt_ms += (attempt.ended_at - attempt.started_at) as f64 / 1000.0;
@@ -205,6 +210,10 @@ impl Pace {
 pub struct AttemptSpan {
     pub started_at: i64,
     pub ended_at: i64,
+    /// The attempt also ran the tool-definition token measurement (a `probes` row with its
+    /// attempt id): a server start and two model requests before the agent, which its tapes do not
+    /// show. Such an attempt is counted, but left out of the time sums.
+    pub measured_definitions: bool,
 }
 
 /// The server's start on a wire tape: for each `initialize` and `tools/list` request, the time to the
@@ -282,6 +291,7 @@ mod tests {
         let span = AttemptSpan {
             started_at: 0,
             ended_at: 4_800_000,
+            measured_definitions: false,
         };
         let tape = vec![
             TapeLine::Meta(MetaLine {
@@ -360,9 +370,28 @@ mod tests {
         pace.add(span, &tape, &wire_tape);
         // An older tape without wall times counts as an attempt but not in the time sums.
         pace.add(span, &[turn("usage", json!({"prompt_tokens": 5}))], &[]);
+        // Nor does an attempt that also ran the tool-definition measurement (its tokens count).
+        let measured = AttemptSpan {
+            measured_definitions: true,
+            ..span
+        };
+        pace.add(
+            measured,
+            &[turn(
+                "usage",
+                json!({"request_ms": 9000.0, "timings": {"cache_n": 0, "prompt_n": 0,
+                "prompt_ms": 0.0, "predicted_n": 0, "predicted_ms": 0.0}}),
+            )],
+            &[],
+        );
         assert_eq!(
-            (pace.attempts, pace.timed_attempts, pace.requests),
-            (2, 1, 3)
+            (
+                pace.attempts,
+                pace.timed_attempts,
+                pace.measurement_attempts,
+                pace.requests
+            ),
+            (3, 1, 1, 4)
         );
         assert_eq!(pace.prompt_tokens_per_s(), Some(1100.0 / 2.75));
         assert_eq!(pace.generated_tokens_per_s(), Some(30.0 / 1.25));
@@ -389,6 +418,7 @@ mod tests {
         let span = AttemptSpan {
             started_at: 0,
             ended_at: 10_000_000,
+            measured_definitions: false,
         };
         let meta = TapeLine::Meta(MetaLine {
             v: 1,
