@@ -433,54 +433,34 @@ mod tests {
             t: 10_000_000,
             reason: "timeout".into(),
         });
+        // The three tapes differ only in the line before the end; each gives (model, server, cut).
+        let split = |last: TapeLine| {
+            let tape = [
+                meta.clone(),
+                listed.clone(),
+                first.clone(),
+                last,
+                end.clone(),
+            ];
+            let mut pace = Pace::default();
+            pace.add(span, &tape, &[]);
+            (pace.model_ms, pace.tool_ms, pace.cut_off_requests)
+        };
         // Recorded: the loop wrote the cut-off request's time.
-        let recorded = vec![
-            meta.clone(),
-            listed.clone(),
-            first.clone(),
-            at(
-                10_000_000,
-                turn(
-                    "event",
-                    json!({"type": "request_cut_off", "request_ms": 7900.0}),
-                ),
+        let recorded = at(
+            10_000_000,
+            turn(
+                "event",
+                json!({"type": "request_cut_off", "request_ms": 7900.0}),
             ),
-            end.clone(),
-        ];
-        let mut pace = Pace::default();
-        pace.add(span, &recorded, &[]);
-        assert_eq!(
-            (pace.model_ms, pace.tool_ms, pace.cut_off_requests),
-            (9900.0, 0.0, 1)
         );
+        assert_eq!(split(recorded), (9900.0, 0.0, 1));
         // An older tape: the wait after a tool result is the model's, 2.2 s .. 10 s.
-        let older = vec![
-            meta.clone(),
-            listed.clone(),
-            first.clone(),
-            at(2_200_000, turn("tool_result", json!({"latency_ms": 100}))),
-            end.clone(),
-        ];
-        let mut pace = Pace::default();
-        pace.add(span, &older, &[]);
-        assert_eq!(
-            (pace.model_ms, pace.tool_ms, pace.cut_off_requests),
-            (9800.0, 100.0, 1)
-        );
+        let result = at(2_200_000, turn("tool_result", json!({"latency_ms": 100})));
+        assert_eq!(split(result), (9800.0, 100.0, 1));
         // A call without its result: the wait is the server's.
-        let pending_call = vec![
-            meta,
-            listed,
-            first,
-            at(2_200_000, turn("tool_call", json!({}))),
-            end,
-        ];
-        let mut pace = Pace::default();
-        pace.add(span, &pending_call, &[]);
-        assert_eq!(
-            (pace.model_ms, pace.tool_ms, pace.cut_off_requests),
-            (2000.0, 7800.0, 1)
-        );
+        let call = at(2_200_000, turn("tool_call", json!({})));
+        assert_eq!(split(call), (2000.0, 7800.0, 1));
     }
 
     #[test]
