@@ -5,9 +5,10 @@
 //! to fit must fit, axe-core must find no WCAG 2.2 AA violation, and a screenshot of each is written
 //! for review under the test target directory (`site-pages/`).
 //!
-//! The site is built from a synthesised bundle analysed by the real analysis, or, when
-//! `AGENTRANK_SITE_DIR` names a built site (the demo site from a real sweep, say), that site is checked
-//! as it is. `AGENTRANK_KEEP_SITE=DIR` keeps the synthesised site in `DIR` for review.
+//! Two sites are checked: one built from a synthesised bundle analysed by the real analysis (or, when
+//! `AGENTRANK_SITE_DIR` names a built site, that site as it is; `AGENTRANK_KEEP_SITE=DIR` keeps the
+//! synthesised one in `DIR` for review), and the site the demo publishes from the committed real-model
+//! bundle `bundles/local-model` (screenshots under `site-pages-local-model/`).
 
 mod support;
 
@@ -24,6 +25,9 @@ fn npm_prefix() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.cache/npm"))
 }
 
+/// Every page kind the check can pick, and the ones a site built from a given directory is checked on.
+const ALL_KINDS: &str = "home,board,cell,compare,attempt,server,task,diff";
+
 #[test]
 fn key_pages_fit_1280_and_375_pixels_and_pass_axe_in_light_and_dark() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -31,7 +35,7 @@ fn key_pages_fit_1280_and_375_pixels_and_pass_axe_in_light_and_dark() {
     let kinds = if given.is_some() {
         "home,board,cell,compare,attempt"
     } else {
-        "home,board,cell,compare,attempt,server,task,diff"
+        ALL_KINDS
     };
     let site_dir = match &given {
         Some(d) => d.clone(),
@@ -54,12 +58,66 @@ fn key_pages_fit_1280_and_375_pixels_and_pass_axe_in_light_and_dark() {
             out
         }
     };
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("site-pages");
+    let report = check_in_browser(&site_dir, kinds, "site-pages");
+    assert!(report["checks"].as_array().is_some_and(|c| !c.is_empty()));
+}
+
+/// The must-show on real data: the site as the demo publishes it, built by `agentrank-site` from the
+/// committed real-model bundle (`bundles/local-model`) and its analysis. Its ranked web-fetch board,
+/// a cell and a compare page of that board, a failing attempt, a server, a task and an attempt diff.
+#[test]
+fn the_committed_real_model_site_fits_and_passes_axe_in_light_and_dark() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let bundle = root.join("bundles/local-model");
+    let input = agentrank_analyze::load::load_input(&bundle).expect("load the committed bundle");
+    let analysis = agentrank_analyze::analyze(&[input], &agentrank_analyze::Config::default())
+        .expect("analyse the committed bundle");
+    let an_dir = tmp.path().join("analysis");
+    agentrank_analyze::write::write_all(&analysis, &an_dir).expect("write the analysis");
+    let site_dir = tmp.path().join("site");
+    let status = Command::new(env!("CARGO_BIN_EXE_agentrank-site"))
+        .arg("--analysis")
+        .arg(&an_dir)
+        .arg("--out")
+        .arg(&site_dir)
+        .arg(&bundle)
+        .status()
+        .expect("run agentrank-site");
+    assert!(status.success(), "agentrank-site: {status}");
+    let report = check_in_browser(&site_dir, ALL_KINDS, "site-pages-local-model");
+    // The board checked is the one that ranks servers, not a refused one.
+    let board = report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["kind"] == "board"))
+        .and_then(|c| c["page"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let html = std::fs::read_to_string(site_dir.join(&board)).expect("the board page");
+    assert!(html.contains("Band 1"), "{board} ranks no server");
+    let compare = report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["kind"] == "compare"))
+        .and_then(|c| c["page"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let board_stem = board.trim_start_matches("board/").trim_end_matches(".html");
+    assert!(
+        compare.starts_with(&format!("compare/{board_stem}/")),
+        "{compare} is not a pair of {board}"
+    );
+}
+
+/// Runs `tests/browser/check-site.mjs` on `site_dir` for `kinds`, writes the screenshots under the test
+/// target directory's `shots` folder, and asserts the report: no failure, every kind measured in both
+/// schemes at both widths, no page wider than its window, no axe violation, every screenshot written.
+fn check_in_browser(site_dir: &Path, kinds: &str, shots: &str) -> Value {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join(shots);
     let _ = std::fs::remove_dir_all(&shots);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/check-site.mjs");
     let out = Command::new("node")
         .arg(&script)
-        .arg(&site_dir)
+        .arg(site_dir)
         .arg(&shots)
         .args(["--kinds", kinds])
         .env("AGENTRANK_NPM_PREFIX", npm_prefix())
@@ -107,4 +165,5 @@ fn key_pages_fit_1280_and_375_pixels_and_pass_axe_in_light_and_dark() {
         }
     }
     eprintln!("screenshots for review: {}", shots.display());
+    report
 }

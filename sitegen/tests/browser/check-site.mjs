@@ -85,16 +85,22 @@ function files(dir) {
 function pick() {
   const chosen = {};
   const boards = files('board');
-  const board = boards.find((b) => !BUILTIN.has(b.split('/')[2].replace(/\.html$/, ''))) || boards[0];
+  // A board of a real agent, preferring one that ranks servers (a band heading) over one whose every
+  // row is refused; its cell and compare pages come from the same board.
+  const real = boards.filter((b) => !BUILTIN.has(b.split('/')[2].replace(/\.html$/, '')));
+  const board = real.find((b) => readFileSync(join(site, b), 'utf8').includes('Band 1')) || real[0] || boards[0];
   chosen.home = 'index.html';
+  let compares = files('compare');
   if (board) {
     chosen.board = board;
     const [, category, agentFile] = board.split('/');
     const agent = agentFile.replace(/\.html$/, '');
     const cells = files(`cell/${category}/${agent}`);
     chosen.cell = cells[0];
+    const own = compares.filter((c) => c.startsWith(`compare/${category}/${agent}/`));
+    if (own.length) compares = own;
   }
-  chosen.compare = files('compare')[0];
+  chosen.compare = compares[0];
   chosen.server = files('server')[0];
   chosen.task = files('task')[0];
   chosen.diff = files('diff')[0];
