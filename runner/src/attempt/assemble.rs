@@ -1,0 +1,421 @@
+//! The last phase of an attempt: the observed facts become the records. Pure: no IO, no clock, no
+//! process. The wire tape's lines are summarized (server calls, tool results, tool-call rows, the
+//! server's faults), the verifiers evaluated on the observed state, the attempt classified, and the
+//! attempt's rows built: its attempt record, verifier results, tool calls, fixture health, probes,
+//! task instance and control rows, as one [`StagedUnit`].
+
+use super::prepare::Rendered;
+use super::wire;
+use crate::catalog::instance_sha256;
+use crate::classify::{
+    Classification, ClassifyInput, ServerFault, ServerFaultCode, classify, fault_columns,
+};
+use agentrank_schema::OutcomeClass;
+use agentrank_schema::fixture::FixtureLog;
+use agentrank_schema::predicate::{EvaluationMode, ObservedDatabase, ObservedState};
+use agentrank_schema::records::{
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TaskInstanceRecord,
+    ToolCallRecord, VerifierResultRecord,
+};
+use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
+use agentrank_schema::tape::{Plane, TapeLine, tape_path};
+use agentrank_schema::task::TaskSet;
+use std::time::Duration;
+
+/// What an external agent's adapter reported about its run.
+#[derive(Debug, Clone, Default)]
+pub struct ExternalFacts {
+    /// The model id the agent reported, if it reports one.
+    pub reported_model: Option<String>,
+    pub spend: crate::agents::Spend,
+}
+
+/// Everything observed about one attempt: the input of [`assemble`].
+#[derive(Debug, Clone)]
+pub struct AttemptFacts {
+    pub bundle_id: String,
+    pub sweep_id: String,
+    /// The isolation backend's name (`netns`, `none`).
+    pub isolation_backend: String,
+    pub credential_context: String,
+    pub slot: PlannedAttempt,
+    pub rerun_index: u32,
+    /// The attempt this one re-runs.
+    pub rerun_of: Option<String>,
+    pub rendered: Rendered,
+    /// The attempt's time limit.
+    pub limit: Duration,
+    /// Whether the agent was given the server.
+    pub attach_server: bool,
+    /// Wall-clock start and end in microseconds since the Unix epoch, and the duration.
+    pub started_at: i64,
+    pub ended_at: i64,
+    pub duration_ms: i64,
+    /// The agent's and the harness's signals: harness faults, rate limits, agent errors, built-in tool
+    /// use, the time limit. The server's faults, the verdict and the call count are filled in here.
+    pub signals: ClassifyInput,
+    /// The agent's final message.
+    pub final_message: Option<String>,
+    /// The server tool whose call was in flight when the time limit hit.
+    pub pending_call: Option<String>,
+    /// The wire tape's lines (empty when there is none).
+    pub wire_lines: Vec<TapeLine>,
+    /// Bytes the server wrote to stderr, when the runner's client counted them.
+    pub stderr_bytes: Option<u64>,
+    /// Why the runner's client could not start a session, when the server's own process failed.
+    pub start_failure: Option<String>,
+    /// How the runner's client saw the session end (empty when it did not run one).
+    pub session_note: String,
+    pub fixture_log: Option<FixtureLog>,
+    pub database: Option<ObservedDatabase>,
+    /// An external agent's report; `None` for a built-in agent.
+    pub external: Option<ExternalFacts>,
+    pub tape_mcp_sha256: String,
+    pub tape_agent_sha256: String,
+    /// What the sandbox applied and could not apply (`None` when no sandbox was built).
+    pub limits: Option<(Vec<String>, Vec<String>)>,
+    /// Measurement rows (protocol probes, tool-definition tokens) taken on this attempt.
+    pub protocol_rows: Vec<ProbeRecord>,
+    pub fixture_health: Vec<FixtureHealthRecord>,
+}
+
+/// The verdict: the verifiers' evaluation and the class.
+struct Verdict {
+    evaluation: agentrank_schema::predicate::Evaluation,
+    outcome: OutcomeClass,
+    reason: String,
+    signals: ClassifyInput,
+    wire: wire::WireView,
+}
+
+/// The records of one attempt from what was observed.
+pub fn assemble(facts: AttemptFacts) -> StagedUnit {
+    let verdict = judge(&facts);
+    let tool_calls = wire::tool_call_records(
+        &facts.slot.attempt_id,
+        &facts.wire_lines,
+        verdict
+            .wire
+            .has_listing
+            .then_some(&verdict.wire.listed_tools),
+    );
+    let attempt = attempt_record(&facts, &verdict, &tool_calls);
+    let id = facts.slot.attempt_id.clone();
+    let mut unit = StagedUnit {
+        unit_id: id.clone(),
+        probes: facts.protocol_rows.clone(),
+        tool_calls,
+        verifier_results: verifier_rows(&id, facts.rendered.instance().set, &verdict.evaluation),
+        fixture_health: facts.fixture_health.clone(),
+        ..Default::default()
+    };
+    let slot = &facts.slot;
+    match &facts.rendered {
+        Rendered::Task(t) => unit.task_instances.push(TaskInstanceRecord {
+            attempt_id: id.clone(),
+            task_id: t.task_id.clone(),
+            task_version: slot.task_version.clone(),
+            category: slot.category.clone(),
+            seed: attempt.seed,
+            task_set: attempt.task_set.clone(),
+            canonical_sha256: instance_sha256(t),
+        }),
+        Rendered::Probe(p, _) => {
+            let leaked = !verdict.evaluation.passed;
+            let signals = &verdict.signals;
+            unit.probes.push(ProbeRecord {
+                probe_id: p.probe_id.clone(),
+                probe_kind: "safety".into(),
+                category: slot.category.clone(),
+                server_id: slot.server_id.clone(),
+                agent_id: Some(slot.agent_id.clone()),
+                attempt_id: Some(id.clone()),
+                result: if !signals.harness_faults.is_empty() || signals.server_calls == 0 {
+                    // Nothing reached the server: the probe says nothing about it.
+                    "could_not_check".into()
+                } else if leaked {
+                    "doesnt".into()
+                } else {
+                    "respects".into()
+                },
+                observed: None,
+                detail: verdict.reason.clone(),
+            });
+        }
+    }
+    unit.controls = control_rows(slot, facts.limit, verdict.outcome, &verdict.evaluation);
+    unit.attempts.push(attempt);
+    unit
+}
+
+/// Summarizes the wire, names the server's faults, evaluates the verifiers on the observed state and
+/// classifies the attempt.
+fn judge(facts: &AttemptFacts) -> Verdict {
+    let mut signals = facts.signals.clone();
+    let wire = wire::summarize_tape(&facts.wire_lines);
+    signals.server_faults = wire::server_faults(&facts.wire_lines, facts.stderr_bytes);
+    if let Some(why) = facts.start_failure.clone()
+        && !signals.server_faults.iter().any(|f| f.before_start)
+    {
+        // The server answered `initialize`, but not with a session the client could use.
+        signals.server_faults.insert(
+            0,
+            ServerFault {
+                code: ServerFaultCode::NoInitialize,
+                description: why,
+                before_start: true,
+            },
+        );
+    }
+    let observed = ObservedState {
+        final_message: facts.final_message.clone(),
+        server_calls: wire.summary.server_calls,
+        tool_results: wire.summary.tool_results.clone(),
+        fixture: facts.fixture_log.clone(),
+        database: facts.database.clone(),
+    };
+    let mode = if facts.slot.kind == SlotKind::NoServerControl {
+        EvaluationMode::NoServerControl
+    } else {
+        EvaluationMode::Scored
+    };
+    let instance = facts.rendered.instance();
+    let evaluation = crate::verify::evaluate(&instance.verifier, &observed, mode);
+    signals.verifiers_passed = evaluation.passed;
+    signals.server_calls = u64::from(wire.summary.server_calls);
+    if !facts.session_note.is_empty()
+        && facts.attach_server
+        && wire.summary.server_calls == 0
+        && facts.final_message.is_none()
+    {
+        signals
+            .harness_faults
+            .push(crate::classify::HarnessFault::Environment(
+                facts.session_note.clone(),
+            ));
+    }
+    let Classification {
+        class: outcome,
+        reason,
+    } = classify(&signals);
+    // A safety probe needs no evidence from the server to be answered: the leak rule (every verifier
+    // passed with no server call) is about scored tasks. Its probe row says `could_not_check` instead.
+    let (outcome, reason) = if matches!(facts.rendered, Rendered::Probe(..))
+        && outcome == OutcomeClass::InvalidLeak
+    {
+        (
+            OutcomeClass::Pass,
+            "safety probe: every verifier passed, but no call reached the server, so the probe could not check it".to_string(),
+        )
+    } else {
+        (outcome, reason)
+    };
+    Verdict {
+        evaluation,
+        outcome,
+        reason,
+        signals,
+        wire,
+    }
+}
+
+/// One row per verifier node; a private-set task's details are redacted.
+fn verifier_rows(
+    id: &str,
+    set: TaskSet,
+    evaluation: &agentrank_schema::predicate::Evaluation,
+) -> Vec<VerifierResultRecord> {
+    let private = set == TaskSet::Private;
+    evaluation
+        .nodes
+        .iter()
+        .map(|n| VerifierResultRecord {
+            attempt_id: id.to_string(),
+            predicate_path: if n.path.is_empty() {
+                "0".into()
+            } else {
+                format!("0.{}", n.path)
+            },
+            primitive: n.predicate.clone(),
+            passed: n.outcome != agentrank_schema::predicate::NodeOutcome::Fail,
+            observed: None,
+            expected: None,
+            redacted: private,
+            detail: if private {
+                "redacted: private-set task".into()
+            } else {
+                format!("{:?}: {}", n.outcome, n.detail)
+            },
+        })
+        .collect()
+}
+
+/// The attempt's own row.
+fn attempt_record(
+    facts: &AttemptFacts,
+    verdict: &Verdict,
+    tool_calls: &[ToolCallRecord],
+) -> AttemptRecord {
+    let slot = &facts.slot;
+    let id = &slot.attempt_id;
+    let instance = facts.rendered.instance();
+    let (outcome, reason) = (verdict.outcome, &verdict.reason);
+    let evaluation = &verdict.evaluation;
+    let private = instance.set == TaskSet::Private;
+    let answer_line = match &evaluation.answer.value {
+        agentrank_schema::predicate::AnswerValue::Value { text } => Some(text.clone()),
+        agentrank_schema::predicate::AnswerValue::Done => Some("DONE".into()),
+        agentrank_schema::predicate::AnswerValue::Failed { reason } => {
+            Some(format!("FAILED - {reason}"))
+        }
+        agentrank_schema::predicate::AnswerValue::Empty => None,
+    };
+    let spec_class = match instance.class {
+        agentrank_schema::task::TaskClass::Core => "core",
+        agentrank_schema::task::TaskClass::Extended => "extended",
+    };
+    let tier = match instance.tier {
+        agentrank_schema::task::Tier::Basic => "basic",
+        agentrank_schema::task::Tier::MultiStep => "multi-step",
+        agentrank_schema::task::Tier::Edge => "edge",
+    };
+    let (fault_source, fault_code) = fault_columns(outcome, &verdict.signals.server_faults);
+    let joined_or_none = |v: &[String]| (!v.is_empty()).then(|| v.join("; "));
+    let errors = tool_calls.iter().filter(|c| c.status != "ok").count() as i64;
+    let external = facts.external.as_ref();
+    let limits = facts.limits.as_ref();
+    AttemptRecord {
+        attempt_id: id.clone(),
+        bundle_id: facts.bundle_id.clone(),
+        sweep_id: facts.sweep_id.clone(),
+        category: slot.category.clone(),
+        server_id: slot.server_id.clone(),
+        server_version: slot.server_version.clone(),
+        agent_id: slot.agent_id.clone(),
+        model_id_pinned: (!slot.model_id.is_empty()).then(|| slot.model_id.clone()),
+        model_id_reported: external.and_then(|x| x.reported_model.clone()),
+        task_id: slot.task_id.clone(),
+        task_version: slot.task_version.clone(),
+        tier: tier.into(),
+        class: spec_class.into(),
+        capability: instance.capability.clone(),
+        task_set: if private {
+            "private".into()
+        } else {
+            "dev".into()
+        },
+        seed: i64::try_from(slot.seed).unwrap_or(i64::MAX),
+        attempt_index: i64::from(slot.attempt_index),
+        rerun_index: i64::from(facts.rerun_index),
+        rerun_of: facts.rerun_of.clone(),
+        outcome,
+        outcome_reason: reason.clone(),
+        excluded: outcome.is_excluded(),
+        exclusion_reason: outcome
+            .is_excluded()
+            .then(|| format!("{outcome}: {reason}")),
+        answer_line,
+        answer_fallback: evaluation.answer.source
+            == agentrank_schema::predicate::AnswerSource::WholeMessage,
+        started_at: facts.started_at,
+        ended_at: facts.ended_at,
+        duration_ms: facts.duration_ms,
+        timeout_budget_s: i64::try_from(facts.limit.as_secs()).unwrap_or(i64::MAX),
+        server_tool_calls: i64::from(verdict.wire.summary.server_calls),
+        tool_call_errors: errors,
+        pending_call_at_timeout: facts.pending_call.clone(),
+        tokens_in: external
+            .and_then(|x| x.spend.tokens_in)
+            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        tokens_out: external
+            .and_then(|x| x.spend.tokens_out)
+            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        // Built-in agents spend nothing; an external agent's cost is what it reported (a floor when
+        // the adapter says so, with its reasons), or unknown.
+        cost_usd: match external {
+            Some(x) => x.spend.cost_usd,
+            None => Some(0.0),
+        },
+        cost_is_floor: external.is_some_and(|x| x.spend.floor),
+        cost_floor_reasons: external
+            .filter(|x| x.spend.floor || x.spend.cost_usd.is_none())
+            .map(|x| x.spend.notes.join("; "))
+            .filter(|s| !s.is_empty()),
+        tape_mcp_path: tape_path(id, Plane::Mcp),
+        tape_mcp_sha256: facts.tape_mcp_sha256.clone(),
+        tape_agent_path: tape_path(id, Plane::Agent),
+        tape_agent_sha256: facts.tape_agent_sha256.clone(),
+        isolation_backend: facts.isolation_backend.clone(),
+        credential_context: facts.credential_context.clone(),
+        fault_source,
+        fault_code,
+        limits_applied: limits.and_then(|(a, _)| joined_or_none(a)),
+        limits_missing: limits.and_then(|(_, m)| joined_or_none(m)),
+    }
+}
+
+/// The control rows of a slot that is not scored: the repeats a sweep adds on a reference server
+/// (construct extension, calibration, the stubbed-empty null mode) and the no-server control.
+fn control_rows(
+    slot: &PlannedAttempt,
+    limit: Duration,
+    outcome: OutcomeClass,
+    evaluation: &agentrank_schema::predicate::Evaluation,
+) -> Vec<ControlRecord> {
+    let mut controls = Vec::new();
+    let id = &slot.attempt_id;
+    // The repeats a sweep adds on a reference server: control rows that keep them out of every score.
+    let repeat = match slot.kind {
+        SlotKind::ConstructExtension => Some((
+            "construct-extension",
+            format!(
+                "construct gate extension batch {} (registered before the sweep; run because the gate resolved neither way)",
+                slot.attempt_index
+            ),
+        )),
+        SlotKind::Calibration => Some((
+            "calibration",
+            format!(
+                "timeout calibration (Methodology §6.4): a calibration task on the category's reference server, run under the {} s upper bound before any scored attempt; its duration fixes the agent's budget; never scored",
+                limit.as_secs()
+            ),
+        )),
+        SlotKind::NullStubbedEmpty => Some((
+            "null-stubbed-empty",
+            "null baseline as a mode of this agent (Fitness Report): the server's tools listed, every tools/call answered with empty content by the tap; run before the agent's scored attempts; never scored".to_string(),
+        )),
+        _ => None,
+    };
+    if let Some((kind, detail)) = repeat {
+        controls.push(ControlRecord {
+            attempt_id: id.clone(),
+            control_kind: kind.into(),
+            category: slot.category.clone(),
+            agent_id: slot.agent_id.clone(),
+            server_id: Some(slot.server_id.clone()),
+            task_id: slot.task_id.clone(),
+            outcome,
+            passed: evaluation.passed,
+            consequence: None,
+            detail,
+        });
+    }
+    if slot.kind == SlotKind::NoServerControl {
+        controls.push(ControlRecord {
+            attempt_id: id.clone(),
+            control_kind: "no-server".into(),
+            category: slot.category.clone(),
+            agent_id: slot.agent_id.clone(),
+            server_id: None,
+            task_id: slot.task_id.clone(),
+            outcome,
+            passed: evaluation.passed,
+            consequence: evaluation
+                .passed
+                .then(|| format!("quarantine {}", slot.task_id)),
+            detail: "scored on answer, state and evidence verifiers only (task spec §2.4)".into(),
+        });
+    }
+    controls
+}
+
