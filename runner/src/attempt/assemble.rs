@@ -419,3 +419,430 @@ fn control_rows(
     controls
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::{HarnessFault, TimeLimit};
+    use agentrank_schema::predicate::Predicate;
+    use agentrank_schema::tape::{Dir, EndLine, MessageLine, MetaLine};
+    use agentrank_schema::task::{
+        AnswerKind, Category, Environment, SiteEnvironment, TaskClass, TaskInstance, Tier,
+    };
+    use std::collections::BTreeMap;
+
+    const ID: &str = "a0123456789abcdef0123456789abcdef";
+
+    fn instance(verifier: Predicate) -> TaskInstance {
+        TaskInstance {
+            task_id: "wf-title".into(),
+            category: Category::WebFetch,
+            seed: 7,
+            set: TaskSet::Dev,
+            class: TaskClass::Core,
+            tier: Tier::MultiStep,
+            capability: "fetch-page".into(),
+            answer_kind: AnswerKind::Value,
+            max_steps: 10,
+            prompt: "What is the page's title?".into(),
+            params: BTreeMap::new(),
+            expected: BTreeMap::new(),
+            hidden: BTreeMap::new(),
+            environment: Environment::Site(SiteEnvironment {
+                site: agentrank_schema::fixture::FixtureSite::new(vec![]),
+            }),
+            verifier,
+        }
+    }
+
+    /// The answer must be `Harbour Lights` and a call must have reached the server.
+    fn verifier() -> Predicate {
+        Predicate::All(vec![
+            Predicate::AnswerExact {
+                expected: "Harbour Lights".into(),
+                case_sensitive: false,
+            },
+            Predicate::ServerCalled {},
+        ])
+    }
+
+    fn slot(kind: SlotKind) -> PlannedAttempt {
+        PlannedAttempt {
+            attempt_id: ID.into(),
+            kind,
+            category: "web-fetch".into(),
+            server_id: "fetch".into(),
+            server_version: "1.2.3".into(),
+            agent_id: "reference".into(),
+            model_id: String::new(),
+            task_id: "wf-title".into(),
+            task_version: "1".into(),
+            attempt_index: 0,
+            seed: 7,
+        }
+    }
+
+    fn meta() -> TapeLine {
+        TapeLine::Meta(MetaLine {
+            v: 1,
+            plane: Plane::Mcp,
+            attempt_id: ID.into(),
+            started_at: 1_000_000,
+            info: Default::default(),
+        })
+    }
+
+    fn msg(t: i64, dir: Dir, raw: &str) -> TapeLine {
+        TapeLine::Message(MessageLine {
+            t,
+            dir,
+            raw: raw.into(),
+        })
+    }
+
+    fn end(t: i64, reason: &str) -> TapeLine {
+        TapeLine::End(EndLine {
+            t,
+            reason: reason.into(),
+        })
+    }
+
+    /// A session that listed one tool (`fetch`) and called it once, answered by `result`.
+    fn one_call(result: &str) -> Vec<TapeLine> {
+        vec![
+            meta(),
+            msg(
+                10,
+                Dir::In,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            ),
+            msg(
+                20,
+                Dir::Out,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"fetch"}]}}"#,
+            ),
+            msg(
+                1_000,
+                Dir::In,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fetch","arguments":{"url":"http://fixture/"}}}"#,
+            ),
+            msg(3_000, Dir::Out, result),
+            end(4_000, "eof"),
+        ]
+    }
+
+    const TITLE: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"<title>Harbour Lights</title>"}]}}"#;
+
+    fn facts(final_message: &str, wire_lines: Vec<TapeLine>) -> AttemptFacts {
+        AttemptFacts {
+            bundle_id: "b1".into(),
+            sweep_id: "s1".into(),
+            isolation_backend: "netns".into(),
+            credential_context: "none".into(),
+            slot: slot(SlotKind::Scored),
+            rerun_index: 0,
+            rerun_of: None,
+            rendered: Rendered::Task(instance(verifier())),
+            limit: Duration::from_secs(120),
+            attach_server: true,
+            started_at: 1_000_000,
+            ended_at: 6_000_000,
+            duration_ms: 5_000,
+            signals: ClassifyInput::default(),
+            final_message: Some(final_message.into()),
+            pending_call: None,
+            wire_lines,
+            stderr_bytes: Some(0),
+            start_failure: None,
+            session_note: "exited with status 0".into(),
+            fixture_log: None,
+            database: None,
+            external: None,
+            tape_mcp_sha256: "mcp-sha".into(),
+            tape_agent_sha256: "agent-sha".into(),
+            limits: Some((vec!["memory".into(), "pids".into()], vec!["cpu".into()])),
+            protocol_rows: Vec::new(),
+            fixture_health: vec![FixtureHealthRecord {
+                attempt_id: ID.into(),
+                component: "fixture-host".into(),
+                checked_at: 1_000_100,
+                healthy: true,
+                latency_ms: Some(1.5),
+                detail: "ok".into(),
+            }],
+        }
+    }
+
+    fn attempt(unit: &StagedUnit) -> &AttemptRecord {
+        assert_eq!(unit.attempts.len(), 1, "one attempt row");
+        &unit.attempts[0]
+    }
+
+    #[test]
+    fn a_right_answer_through_the_server_is_a_pass_with_its_rows() {
+        let unit = assemble(facts(
+            "The page says so.\nANSWER: Harbour Lights",
+            one_call(TITLE),
+        ));
+        assert_eq!(unit.unit_id, ID);
+        let a = attempt(&unit);
+        assert_eq!(a.outcome, OutcomeClass::Pass, "{}", a.outcome_reason);
+        assert_eq!(
+            a.outcome_reason,
+            "every verifier passed after 1 server call"
+        );
+        assert!(!a.excluded);
+        assert_eq!(a.exclusion_reason, None);
+        assert_eq!(a.answer_line.as_deref(), Some("Harbour Lights"));
+        assert!(!a.answer_fallback);
+        assert_eq!(a.server_tool_calls, 1);
+        assert_eq!(a.tool_call_errors, 0);
+        assert_eq!((a.fault_source.clone(), a.fault_code.clone()), (None, None));
+        assert_eq!(a.limits_applied.as_deref(), Some("memory; pids"));
+        assert_eq!(a.limits_missing.as_deref(), Some("cpu"));
+        assert_eq!(a.timeout_budget_s, 120);
+        assert_eq!(a.pending_call_at_timeout, None);
+        assert_eq!(
+            (a.started_at, a.ended_at, a.duration_ms),
+            (1_000_000, 6_000_000, 5_000)
+        );
+        assert_eq!((a.tier.as_str(), a.class.as_str()), ("multi-step", "core"));
+        assert_eq!(a.task_set, "dev");
+        assert_eq!(a.model_id_pinned, None);
+        assert_eq!(a.cost_usd, Some(0.0), "a built-in agent spends nothing");
+        assert_eq!(a.tokens_in, None);
+        assert_eq!(a.tape_mcp_path, tape_path(ID, Plane::Mcp));
+        assert_eq!(a.tape_mcp_sha256, "mcp-sha");
+        assert_eq!(a.tape_agent_sha256, "agent-sha");
+        assert_eq!(a.isolation_backend, "netns");
+        // One tool-call row, listed, answered after 2 ms, at the tape's clock.
+        assert_eq!(unit.tool_calls.len(), 1);
+        let c = &unit.tool_calls[0];
+        assert_eq!(
+            (c.tool_name.as_str(), c.status.as_str(), c.tool_listed),
+            ("fetch", "ok", Some(true))
+        );
+        assert_eq!((c.request_at, c.response_at), (1_001_000, Some(1_003_000)));
+        assert_eq!(c.latency_ms, Some(2.0));
+        // The verifier tree: the root and its two children, all passed.
+        let paths: Vec<(&str, bool)> = unit
+            .verifier_results
+            .iter()
+            .map(|v| (v.predicate_path.as_str(), v.passed))
+            .collect();
+        assert_eq!(paths, vec![("0", true), ("0.0", true), ("0.1", true)]);
+        assert!(unit.verifier_results.iter().all(|v| !v.redacted));
+        assert_eq!(unit.task_instances.len(), 1);
+        assert_eq!(unit.task_instances[0].task_id, "wf-title");
+        assert_eq!(unit.task_instances[0].task_set, "dev");
+        assert!(unit.controls.is_empty());
+        assert!(unit.probes.is_empty());
+        assert_eq!(unit.fixture_health.len(), 1);
+    }
+
+    #[test]
+    fn a_wrong_answer_is_a_fail_naming_its_failing_verifier() {
+        let unit = assemble(facts("ANSWER: Harbour Nights", one_call(TITLE)));
+        let a = attempt(&unit);
+        assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
+        assert_eq!(a.outcome_reason, "at least one verifier failed");
+        assert!(!a.excluded);
+        assert_eq!(a.answer_line.as_deref(), Some("Harbour Nights"));
+        assert_eq!(a.server_tool_calls, 1);
+        let failed: Vec<&str> = unit
+            .verifier_results
+            .iter()
+            .filter(|v| !v.passed)
+            .map(|v| v.predicate_path.as_str())
+            .collect();
+        assert_eq!(
+            failed,
+            vec!["0", "0.0"],
+            "the root and the answer node fail"
+        );
+        let answer = &unit.verifier_results[1];
+        assert_eq!(answer.primitive, "answer.exact");
+        assert!(answer.detail.starts_with("Fail: "), "{}", answer.detail);
+        assert!(unit.verifier_results[2].passed, "the server was called");
+        // No server fault is named on a plain fail.
+        assert_eq!((a.fault_source.clone(), a.fault_code.clone()), (None, None));
+    }
+
+    #[test]
+    fn a_private_task_has_its_verifier_details_redacted() {
+        let mut f = facts("ANSWER: Harbour Lights", one_call(TITLE));
+        let mut task = instance(verifier());
+        task.set = TaskSet::Private;
+        f.rendered = Rendered::Task(task);
+        let unit = assemble(f);
+        assert_eq!(attempt(&unit).task_set, "private");
+        assert!(
+            unit.verifier_results
+                .iter()
+                .all(|v| v.redacted && v.detail == "redacted: private-set task")
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_started_is_a_server_fault_named_in_the_record() {
+        let mut f = facts("", vec![meta(), end(50, "exit:1")]);
+        f.final_message = None;
+        f.start_failure = Some("the server did not start: initialize: connection closed".into());
+        f.session_note = String::new();
+        let unit = assemble(f);
+        let a = attempt(&unit);
+        // The server never served: a failure of the server, scored, with the wire's fault named.
+        assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
+        assert!(!a.excluded);
+        assert_eq!(
+            a.outcome_reason,
+            "server fault: the server did not start: initialize: connection closed"
+        );
+        assert_eq!(a.fault_source.as_deref(), Some("server"));
+        assert_eq!(a.fault_code.as_deref(), Some("no-initialize"));
+        assert_eq!(a.server_tool_calls, 0);
+        assert!(unit.tool_calls.is_empty());
+        assert_eq!(a.answer_line, None);
+    }
+
+    #[test]
+    fn a_server_error_answer_is_a_tool_call_row_with_its_code() {
+        let unit = assemble(facts(
+            "ANSWER: Harbour Lights",
+            one_call(r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"internal"}}"#),
+        ));
+        let a = attempt(&unit);
+        assert_eq!(a.tool_call_errors, 1);
+        let c = &unit.tool_calls[0];
+        assert_eq!(c.status, "protocol_error");
+        assert_eq!(c.protocol_error_code, Some(-32603));
+        assert_eq!(c.protocol_error_message.as_deref(), Some("internal"));
+        assert_eq!(c.is_error, None);
+    }
+
+    #[test]
+    fn a_time_limit_hit_with_a_pending_call_is_a_timeout_naming_the_call() {
+        let lines = vec![
+            meta(),
+            msg(
+                1_000,
+                Dir::In,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fetch","arguments":{}}}"#,
+            ),
+            end(120_000_000, "killed"),
+        ];
+        let mut f = facts("", lines);
+        f.final_message = None;
+        f.pending_call = Some("fetch".into());
+        f.signals.time_limit = TimeLimit::Hit {
+            pending_server_call: Some("fetch".into()),
+        };
+        let unit = assemble(f);
+        let a = attempt(&unit);
+        assert_eq!(
+            a.outcome,
+            OutcomeClass::ServerTimeout,
+            "{}",
+            a.outcome_reason
+        );
+        assert_eq!(a.pending_call_at_timeout.as_deref(), Some("fetch"));
+        assert_eq!(a.server_tool_calls, 1);
+        assert_eq!(unit.tool_calls.len(), 1);
+        assert_eq!(unit.tool_calls[0].status, "no_response");
+        assert_eq!(unit.tool_calls[0].response_at, None);
+        assert_eq!(a.tool_call_errors, 1);
+    }
+
+    #[test]
+    fn a_harness_fault_excludes_the_attempt_and_a_silent_session_note_is_one() {
+        let mut f = facts("", vec![meta(), end(10, "eof")]);
+        f.final_message = None;
+        f.session_note = "killed by signal 9".into();
+        f.signals.harness_faults = vec![HarnessFault::Environment("sandbox: no netns".into())];
+        let unit = assemble(f);
+        let a = attempt(&unit);
+        assert_eq!(
+            a.outcome,
+            OutcomeClass::HarnessError,
+            "{}",
+            a.outcome_reason
+        );
+        assert!(a.excluded);
+        assert!(
+            a.outcome_reason.contains("sandbox: no netns"),
+            "{}",
+            a.outcome_reason
+        );
+        assert!(
+            a.outcome_reason.contains("killed by signal 9"),
+            "{}",
+            a.outcome_reason
+        );
+        assert_eq!(
+            a.exclusion_reason.as_deref(),
+            Some(format!("{}: {}", a.outcome, a.outcome_reason).as_str())
+        );
+        assert_eq!(
+            (a.fault_source.as_deref(), a.fault_code.as_deref()),
+            (Some("harness"), Some("harness"))
+        );
+    }
+
+    #[test]
+    fn control_slots_get_their_control_rows() {
+        let mut f = facts("ANSWER: Harbour Lights", one_call(TITLE));
+        f.slot = slot(SlotKind::Calibration);
+        f.limit = Duration::from_secs(900);
+        let unit = assemble(f);
+        assert_eq!(unit.controls.len(), 1);
+        let c = &unit.controls[0];
+        assert_eq!(c.control_kind, "calibration");
+        assert!(
+            c.detail.contains("under the 900 s upper bound"),
+            "{}",
+            c.detail
+        );
+        assert!(c.passed);
+        assert_eq!(c.server_id.as_deref(), Some("fetch"));
+
+        let mut f = facts("ANSWER: Harbour Lights", vec![]);
+        f.slot = slot(SlotKind::NoServerControl);
+        f.slot.server_id = String::new();
+        f.attach_server = false;
+        f.rendered = Rendered::Task(instance(Predicate::AnswerExact {
+            expected: "Harbour Lights".into(),
+            case_sensitive: false,
+        }));
+        let unit = assemble(f);
+        let c = &unit.controls[0];
+        assert_eq!(c.control_kind, "no-server");
+        assert_eq!(c.server_id, None);
+        assert_eq!(c.consequence.as_deref(), Some("quarantine wf-title"));
+    }
+
+    #[test]
+    fn an_external_agents_spend_and_model_reach_the_record() {
+        let mut f = facts("ANSWER: Harbour Lights", one_call(TITLE));
+        f.slot.agent_id = "claude-code".into();
+        f.slot.model_id = "model-a".into();
+        f.external = Some(ExternalFacts {
+            reported_model: Some("model-a-2026".into()),
+            spend: crate::agents::Spend {
+                tokens_in: Some(1200),
+                tokens_out: Some(80),
+                cost_usd: Some(0.25),
+                floor: true,
+                notes: vec!["stream cut".into(), "no final usage".into()],
+            },
+        });
+        let a = assemble(f).attempts.remove(0);
+        assert_eq!(a.model_id_pinned.as_deref(), Some("model-a"));
+        assert_eq!(a.model_id_reported.as_deref(), Some("model-a-2026"));
+        assert_eq!((a.tokens_in, a.tokens_out), (Some(1200), Some(80)));
+        assert_eq!(a.cost_usd, Some(0.25));
+        assert!(a.cost_is_floor);
+        assert_eq!(
+            a.cost_floor_reasons.as_deref(),
+            Some("stream cut; no final usage")
+        );
+    }
+}
