@@ -150,10 +150,21 @@ fn binding_json(b: &Binding) -> Value {
     }
 }
 
+/// A recipe template that cannot be filled from the task's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecipeError {
+    #[error("recipe names `{{{{{name}}}}}`, which this task does not define")]
+    Unknown { name: String },
+    #[error("recipe asks for `{{{{{name}|number}}}}`, but its value `{value}` is not a number")]
+    NotANumber { name: String, value: String },
+    #[error("recipe names the filter `{filter}` on `{{{{{name}}}}}`; the only filter is `number`")]
+    UnknownFilter { name: String, filter: String },
+}
+
 /// Fills `{{name}}` placeholders in a JSON value. A string that is exactly one placeholder takes the
 /// binding's JSON value; `{{name|number}}` takes it as a JSON number (a captured element index for a
 /// tool whose schema wants a number); inside longer strings, lists are joined with `, `.
-pub fn fill_json(v: &Value, b: &BTreeMap<String, Binding>) -> Result<Value, String> {
+pub fn fill_json(v: &Value, b: &BTreeMap<String, Binding>) -> Result<Value, RecipeError> {
     Ok(match v {
         Value::String(s) => {
             let trimmed = s.trim();
@@ -166,20 +177,21 @@ pub fn fill_json(v: &Value, b: &BTreeMap<String, Binding>) -> Result<Value, Stri
                     Some((n, f)) => (n.trim(), Some(f.trim())),
                     None => (name.trim(), None),
                 };
-                let value = b.get(name).ok_or_else(|| {
-                    format!("recipe names `{{{{{name}}}}}`, which this task does not define")
+                let value = b.get(name).ok_or_else(|| RecipeError::Unknown {
+                    name: name.to_string(),
                 })?;
                 return match filter {
                     None => Ok(binding_json(value)),
-                    Some("number") => number_json(&binding_text(value)).ok_or_else(|| {
-                        format!(
-                            "recipe asks for `{{{{{name}|number}}}}`, but its value `{}` is not a number",
-                            binding_text(value)
-                        )
+                    Some("number") => {
+                        number_json(&binding_text(value)).ok_or_else(|| RecipeError::NotANumber {
+                            name: name.to_string(),
+                            value: binding_text(value),
+                        })
+                    }
+                    Some(other) => Err(RecipeError::UnknownFilter {
+                        name: name.to_string(),
+                        filter: other.to_string(),
                     }),
-                    Some(other) => Err(format!(
-                        "recipe names the filter `{other}` on `{{{{{name}}}}}`; the only filter is `number`"
-                    )),
                 };
             }
             Value::String(fill_str(s, b)?)
@@ -213,7 +225,7 @@ fn number_json(text: &str) -> Option<Value> {
         .map(Value::Number)
 }
 
-fn fill_str(s: &str, b: &BTreeMap<String, Binding>) -> Result<String, String> {
+fn fill_str(s: &str, b: &BTreeMap<String, Binding>) -> Result<String, RecipeError> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("{{") {
@@ -224,8 +236,8 @@ fn fill_str(s: &str, b: &BTreeMap<String, Binding>) -> Result<String, String> {
             return Ok(out);
         };
         let name = after[..j].trim();
-        let value = b.get(name).ok_or_else(|| {
-            format!("recipe names `{{{{{name}}}}}`, which this task does not define")
+        let value = b.get(name).ok_or_else(|| RecipeError::Unknown {
+            name: name.to_string(),
         })?;
         out.push_str(&binding_text(value));
         rest = &after[j + 2..];
@@ -481,7 +493,14 @@ pub async fn run_reference(
             }
         }
     }
-    let answer = match instance.answer_kind {
+    progress.finish(reference_answer(instance, &seen, &errors));
+}
+
+/// The reference agent's final message once its recipe ran: `DONE` for an action, the first error
+/// for an honest failure, the answer key for a value only if every expected value appeared in the
+/// server's results (`seen`).
+fn reference_answer(instance: &TaskInstance, seen: &str, errors: &[String]) -> String {
+    match instance.answer_kind {
         AnswerKind::Action => "ANSWER: DONE".to_string(),
         AnswerKind::HonestFailure => format!(
             "ANSWER: FAILED - {}",
@@ -497,10 +516,10 @@ pub async fn run_reference(
             // written anywhere.
             let counted = instance.hidden.get("counted").map(Binding::values);
             let all_seen = values.iter().flat_map(|b| b.values()).all(|v| {
-                observed_in(&seen, v)
+                observed_in(seen, v)
                     || counted.as_ref().is_some_and(|items| {
                         v.trim().parse::<usize>() == Ok(items.len())
-                            && items.iter().all(|item| observed_in(&seen, item))
+                            && items.iter().all(|item| observed_in(seen, item))
                     })
             });
             if values.is_empty() {
@@ -512,8 +531,7 @@ pub async fn run_reference(
                 "ANSWER: FAILED - the server's results did not contain the answer".to_string()
             }
         }
-    };
-    progress.finish(answer);
+    }
 }
 
 /// The no-tools null model.
@@ -708,7 +726,7 @@ mod tests {
         assert_eq!(filled["q"], "ids 1, 2 at http://www.agentrank.test/a");
         assert_eq!(filled["n"], 3);
         let err = fill_json(&serde_json::json!({"x": "{{nope}}"}), &bindings).expect_err("unknown");
-        assert!(err.contains("{{nope}}"), "{err}");
+        assert!(err.to_string().contains("{{nope}}"), "{err}");
         let with_index = b(&[("ref", Binding::Text("12".into()))]);
         let filled = fill_json(
             &serde_json::json!({"index": "{{ref|number}}", "as_text": "{{ref}}"}),
@@ -723,10 +741,34 @@ mod tests {
             &not_a_number,
         )
         .expect_err("not a number");
-        assert!(err.contains("not a number"), "{err}");
+        assert!(err.to_string().contains("not a number"), "{err}");
         let err = fill_json(&serde_json::json!({"index": "{{ref|upper}}"}), &with_index)
             .expect_err("unknown filter");
-        assert!(err.contains("filter"), "{err}");
+        assert!(err.to_string().contains("filter"), "{err}");
+        // The words a harness fault records.
+        assert_eq!(
+            RecipeError::Unknown {
+                name: "nope".into()
+            }
+            .to_string(),
+            "recipe names `{{nope}}`, which this task does not define"
+        );
+        assert_eq!(
+            RecipeError::NotANumber {
+                name: "ref".into(),
+                value: "e12".into()
+            }
+            .to_string(),
+            "recipe asks for `{{ref|number}}`, but its value `e12` is not a number"
+        );
+        assert_eq!(
+            RecipeError::UnknownFilter {
+                name: "ref".into(),
+                filter: "upper".into()
+            }
+            .to_string(),
+            "recipe names the filter `upper` on `{{ref}}`; the only filter is `number`"
+        );
     }
 
     #[test]

@@ -22,6 +22,39 @@ use agentrank_schema::task::TaskInstance;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// A step of driving an agent that failed; its words become a harness fault or a setup error.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    #[error("the runner's own path: {0}")]
+    OwnPath(#[source] std::io::Error),
+    #[error("no agentrank-run executable near {}", .0.display())]
+    NoRunner(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the agent did not start: {0}")]
+    AgentStart(#[source] crate::agents::AgentError),
+    #[error(transparent)]
+    ReadTape(#[from] agentrank_schema::tape::TapeError),
+    #[error(transparent)]
+    WriteTape(#[from] Box<SetupError>),
+}
+
+/// Why the tool-definition tokens could not be measured, in the words of its probe row.
+#[derive(Debug, thiserror::Error)]
+enum MeasureError {
+    #[error("the server did not start: {0}")]
+    Start(#[source] crate::mcp::McpError),
+    #[error("tools/list failed: {0}")]
+    List(#[source] crate::mcp::McpError),
+    /// The endpoint's own words.
+    #[error("{0}")]
+    Endpoint(String),
+}
+
 /// What driving the agent hands on to the observation.
 #[derive(Default)]
 pub(super) struct Driven {
@@ -80,15 +113,17 @@ pub(super) fn drive_attached(
             id,
             slot.kind == SlotKind::NullStubbedEmpty,
         )
-        .map_err(|e| setup(id, e))?;
+        .map_err(|e| setup(id, e.to_string()))?;
         match run_external(env, rt, config, instance, Some(tap), prep.limit, id) {
             Ok(r) => {
                 driven.timed_out = r.signals.timed_out;
                 driven.external_run = Some(r);
             }
-            Err(e) => driven.faults.push(HarnessFault::AdapterCrash(e)),
+            Err(e) => driven
+                .faults
+                .push(HarnessFault::AdapterCrash(e.to_string())),
         }
-        redact_tape_file(&mcp_tape, &env.redactor).map_err(|e| setup(id, e))?;
+        redact_tape_file(&mcp_tape, &env.redactor).map_err(|e| setup(id, e.to_string()))?;
     } else {
         drive_builtin(
             env,
@@ -229,7 +264,9 @@ pub(super) fn drive_unattached(
                     driven.timed_out = r.signals.timed_out;
                     driven.external_run = Some(r);
                 }
-                Err(e) => driven.faults.push(HarnessFault::AdapterCrash(e)),
+                Err(e) => driven
+                    .faults
+                    .push(HarnessFault::AdapterCrash(e.to_string())),
             }
         }
         None => builtin::run_no_tools(prep.instance(), &prep.progress),
@@ -239,8 +276,8 @@ pub(super) fn drive_unattached(
 
 /// The `agentrank-run` executable: this process when it is the runner, else the runner built beside it
 /// (tests link the runner library into their own binaries).
-fn runner_exe() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("the runner's own path: {e}"))?;
+fn runner_exe() -> Result<PathBuf, DriveError> {
+    let exe = std::env::current_exe().map_err(DriveError::OwnPath)?;
     let named = |p: &Path| p.file_name().is_some_and(|n| n == "agentrank-run");
     if named(&exe) {
         return Ok(exe);
@@ -250,7 +287,7 @@ fn runner_exe() -> Result<PathBuf, String> {
         .take(3)
         .map(|d| d.join("agentrank-run"))
         .find(|p| p.is_file())
-        .ok_or_else(|| format!("no agentrank-run executable near {}", exe.display()))
+        .ok_or_else(|| DriveError::NoRunner(exe.clone()))
 }
 
 /// The stdio tap in front of the sandboxed server: what an external agent is given to start, so the
@@ -260,7 +297,7 @@ fn tap_launch(
     tape: &Path,
     attempt_id: &str,
     stub_tool_calls: bool,
-) -> Result<ResolvedLaunch, String> {
+) -> Result<ResolvedLaunch, DriveError> {
     let mut args = vec![
         "tap".to_string(),
         "--out".to_string(),
@@ -292,10 +329,13 @@ fn run_external(
     server: Option<ResolvedLaunch>,
     limit: Duration,
     id: &str,
-) -> Result<crate::agents::AgentRun, String> {
+) -> Result<crate::agents::AgentRun, DriveError> {
     let workdir = env.staging.root().join("work").join(format!("{id}.agent"));
     let _ = std::fs::remove_dir_all(&workdir);
-    std::fs::create_dir_all(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
+    std::fs::create_dir_all(&workdir).map_err(|source| DriveError::Io {
+        path: workdir.clone(),
+        source,
+    })?;
     let task = crate::agents::AgentTask {
         system_prompt: crate::agents::SYSTEM_PROMPT.to_string(),
         task_prompt: instance.prompt.clone(),
@@ -306,7 +346,7 @@ fn run_external(
     };
     let run = rt
         .block_on(crate::agents::run_agent(config, &task))
-        .map_err(|e| format!("the agent did not start: {e}"));
+        .map_err(DriveError::AgentStart);
     let _ = std::fs::remove_dir_all(&workdir);
     run
 }
@@ -352,10 +392,10 @@ fn definition_token_row(
         };
         let session = McpSession::start(server, None, &format!("{id}.tokens"), options)
             .await
-            .map_err(|e| format!("the server did not start: {e}"))?;
+            .map_err(MeasureError::Start)?;
         let listing = session.list_tools().await;
         let _ = session.close().await;
-        let listing = listing.map_err(|e| format!("tools/list failed: {e}"))?;
+        let listing = listing.map_err(MeasureError::List)?;
         let counts = crate::agents::openai::definition_tokens(
             loop_config,
             crate::agents::SYSTEM_PROMPT,
@@ -363,8 +403,9 @@ fn definition_token_row(
             listing.definition_chars,
             limit,
         )
-        .await?;
-        Ok::<_, String>((counts, listing.tools.len()))
+        .await
+        .map_err(MeasureError::Endpoint)?;
+        Ok::<_, MeasureError>((counts, listing.tools.len()))
     });
     match measured {
         Ok((counts, tools)) => row(
@@ -383,14 +424,14 @@ fn definition_token_row(
 
 /// Rewrites a tape written by another process (the tap) with host paths replaced, as every staged
 /// tape is.
-fn redact_tape_file(path: &Path, redactor: &crate::redact::HostRedactor) -> Result<(), String> {
+fn redact_tape_file(path: &Path, redactor: &crate::redact::HostRedactor) -> Result<(), DriveError> {
     if !path.exists() {
         return Ok(());
     }
-    let lines = agentrank_schema::tape::read_tape(path).map_err(|e| e.to_string())?;
+    let lines = agentrank_schema::tape::read_tape(path)?;
     write_tape_lines(path, "", &lines, redactor)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| DriveError::WriteTape(Box::new(e)))
 }
 
 /// The exit code of the sandbox's own wrapper when it cannot put the server in its control groups

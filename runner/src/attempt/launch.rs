@@ -175,7 +175,7 @@ fn start_command(
         server_env.insert("PATH".into(), p.clone());
     }
     let (read_only_paths, read_only_maps) =
-        read_only_paths(&installed.dir, &env.cache_dir).map_err(|e| setup(id, e))?;
+        read_only_paths(&installed.dir, &env.cache_dir).map_err(|e| setup(id, e.to_string()))?;
     let command = ServerCommand {
         program: launch_spec.program.clone(),
         args: launch_spec.args.clone(),
@@ -299,13 +299,18 @@ fn launch_from_command(cmd: &std::process::Command, cwd: Option<PathBuf>) -> Res
     }
 }
 
+/// The interpreter a server's virtual environment was made from could not be made reachable.
+#[derive(Debug, thiserror::Error)]
+#[error("the server's Python runtime: {0}")]
+pub struct RuntimeError(#[source] crate::roster::install::InstallError);
+
 /// Host paths bound read-only at the same path, and (host, inside) pairs bound elsewhere.
 type SandboxPaths = (Vec<PathBuf>, Vec<(PathBuf, PathBuf)>);
 
 /// What the sandbox shows the server read-only: the install cache and the server's install at their
 /// own paths, and the interpreter a virtual environment was made from — at its own path when an
 /// unprivileged user can reach it, else the cache's copy of it bound at that path.
-fn read_only_paths(install_dir: &Path, cache_dir: &Path) -> Result<SandboxPaths, String> {
+fn read_only_paths(install_dir: &Path, cache_dir: &Path) -> Result<SandboxPaths, RuntimeError> {
     let mut v = vec![cache_dir.to_path_buf(), install_dir.to_path_buf()];
     let mut maps = Vec::new();
     if let Ok(cfg) = std::fs::read_to_string(install_dir.join("venv/pyvenv.cfg")) {
@@ -316,7 +321,7 @@ fn read_only_paths(install_dir: &Path, cache_dir: &Path) -> Result<SandboxPaths,
                 match crate::roster::install::sandbox_runtime_copy(cache_dir, base) {
                     Ok(None) => v.push(base.to_path_buf()),
                     Ok(Some(copy)) => maps.push((copy, base.to_path_buf())),
-                    Err(e) => return Err(format!("the server's Python runtime: {e}")),
+                    Err(e) => return Err(RuntimeError(e)),
                 }
             }
         }

@@ -332,21 +332,26 @@ fn serve(
     })
 }
 
+/// Why a file database could not be read back from the world.
+#[derive(Debug, thiserror::Error)]
+enum ReadBackError {
+    #[error("no host path for it")]
+    NoHostPath,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Copies a file database back from the world over its host file, with its write-ahead log if the
 /// server left one (committed changes not yet checkpointed into the file).
-fn read_back(world: &World, host_file: &Path, inside: &Path) -> Result<(), String> {
+fn read_back(world: &World, host_file: &Path, inside: &Path) -> Result<(), ReadBackError> {
     let wal = |p: &Path| PathBuf::from(format!("{}.wal", p.display()));
     let _ = std::fs::remove_file(wal(host_file));
-    world
-        .host_path(inside)
-        .ok_or_else(|| "no host path for it".to_string())
-        .and_then(|p| {
-            std::fs::copy(&p, host_file).map_err(|e| e.to_string())?;
-            if wal(&p).exists() {
-                std::fs::copy(wal(&p), wal(host_file)).map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        })
+    let p = world.host_path(inside).ok_or(ReadBackError::NoHostPath)?;
+    std::fs::copy(&p, host_file)?;
+    if wal(&p).exists() {
+        std::fs::copy(wal(&p), wal(host_file))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

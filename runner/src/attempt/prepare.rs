@@ -35,6 +35,36 @@ impl Rendered {
     }
 }
 
+/// Why an attempt's database could not be prepared: a harness fault, recorded with these words.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    #[error("server `{server}` is not installed: {source}")]
+    NotInstalled {
+        server: String,
+        #[source]
+        source: crate::roster::install::InstallError,
+    },
+    #[error(
+        "server `{server}`: a DuckDB world needs the server's Python environment with `duckdb` ({} is missing)",
+        python.display()
+    )]
+    NoPython { server: String, python: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("loading the seeded dataset into DuckDB: {0}")]
+    LoadDuckdb(#[source] crate::dataset::client::ClientError),
+    #[error("database sidecar: {0}")]
+    Sidecar(#[source] crate::sidecar::SidecarError),
+    #[error("creating the attempt database: {0}")]
+    Create(#[source] crate::sidecar::SidecarError),
+    #[error("loading the seeded dataset: {0}")]
+    Load(#[source] crate::dataset::client::ClientError),
+}
+
 /// A per-attempt database, ready.
 pub(super) struct AttemptDb {
     /// Every table right after seeding, when the verifier diffs state (`db.unchangedExcept`).
@@ -232,9 +262,9 @@ fn seed_database(
                 checked_at: now_us(),
                 healthy: false,
                 latency_ms: None,
-                detail: e.clone(),
+                detail: e.to_string(),
             });
-            faults.push(HarnessFault::Environment(e));
+            faults.push(HarnessFault::Environment(e.to_string()));
             Ok(None)
         }
     }
@@ -303,19 +333,24 @@ fn prepare_duckdb(
     attempt_id: &str,
     server: &agentrank_schema::roster::ServerConfig,
     db: &agentrank_schema::task::DatabaseEnvironment,
-) -> Result<AttemptDb, String> {
+) -> Result<AttemptDb, DatabaseError> {
     let installed = crate::roster::install::installed(env.roster, &env.cache_dir, &server.id)
-        .map_err(|e| format!("server `{}` is not installed: {e}", server.id))?;
+        .map_err(|source| DatabaseError::NotInstalled {
+            server: server.id.clone(),
+            source,
+        })?;
     let python = installed.dir.join("venv/bin/python");
     if !python.exists() {
-        return Err(format!(
-            "server `{}`: a DuckDB world needs the server's Python environment with `duckdb` ({} is missing)",
-            server.id,
-            python.display()
-        ));
+        return Err(DatabaseError::NoPython {
+            server: server.id.clone(),
+            python,
+        });
     }
     let dir = env.staging.root().join("work").join(attempt_id);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| DatabaseError::Io {
+        path: dir.clone(),
+        source,
+    })?;
     let path = dir.join(DUCKDB_FILE);
     let _ = std::fs::remove_file(&path);
     let target = Target::Duckdb {
@@ -326,7 +361,7 @@ fn prepare_duckdb(
     let script = crate::dataset::sql::render(agentrank_schema::task::Engine::Duckdb, &dataset);
     target
         .execute_script(&script)
-        .map_err(|e| format!("loading the seeded dataset into DuckDB: {e}"))?;
+        .map_err(DatabaseError::LoadDuckdb)?;
     Ok(AttemptDb {
         before: None,
         target,
@@ -358,7 +393,7 @@ fn prepare_database(
     attempt_id: &str,
     engine: crate::sidecar::Engine,
     db: &agentrank_schema::task::DatabaseEnvironment,
-) -> Result<AttemptDb, String> {
+) -> Result<AttemptDb, DatabaseError> {
     let name = format!("ar_{}", &attempt_id[1..13]);
     let password = format!("pw{}", &attempt_id[13..]);
     let access = env
@@ -368,15 +403,15 @@ fn prepare_database(
             s.create_database(&name, &name, &password, None)
                 .map(|a| (a, s.tcp_addr()))
         })
-        .map_err(|e| format!("database sidecar: {e}"))?
-        .map_err(|e| format!("creating the attempt database: {e}"))?;
+        .map_err(DatabaseError::Sidecar)?
+        .map_err(DatabaseError::Create)?;
     let (access, upstream) = access;
     let target = Target::for_access(&access);
     let dataset = crate::dataset::Dataset::generate(db.dataset_seed);
     let script = crate::dataset::sql::render(sql_engine(engine), &dataset);
     target
         .execute_script(&script)
-        .map_err(|e| format!("loading the seeded dataset: {e}"))?;
+        .map_err(DatabaseError::Load)?;
     Ok(AttemptDb {
         before: None,
         target,
