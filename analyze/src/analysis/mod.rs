@@ -3,23 +3,31 @@
 //! anomalies and test-retest. Pure: takes [`Input`]s and a [`Config`], returns every output row and the
 //! `analysis.json` document.
 
+mod gating;
+mod index;
+mod resample;
+mod rows;
+
+pub use index::{CallsByAttempt, IdHasher};
+
 use crate::bootstrap::{
-    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_completion,
-    cluster_bootstrap_with_sensitivity,
+    Cell, cluster_bootstrap, cluster_bootstrap_completion, cluster_bootstrap_with_sensitivity,
 };
 use crate::gates::{self, ConstructRegistration, GateResult, Trial};
 use crate::history;
-use crate::input::{Attempt, Input, NullModel, Role, TaskClass, ToolCall};
+use crate::input::{Attempt, Input, NullModel, Role};
 use crate::metrics::{self, View};
-use crate::rng::hash_str;
 use crate::stats::Z95;
 use crate::stats::percentile::median_p95;
 use crate::stats::ranking::{BandEntry, bands, by_point_desc, dominance_positions};
 use crate::stats::separation::{attempts_to_separate, two_proportion_power};
 use crate::stats::wilson::wilson;
 use agentrank_schema::analysis::*;
+use gating::smoke_gate_for;
+use index::{ids_of, index_category, point_of_cell, pooled_completion};
+use resample::build_design;
+use rows::{LatencyByTool, agreement_rows, baselines_of, gate_entry, gate_row, refusal_of};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Analysis settings (recorded in the output).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,354 +107,6 @@ fn method_record(cfg: &Config) -> Method {
 
 type CellKey = (String, String); // (agent, server)
 
-/// Per tool (`None` = the whole server): latencies and the attempts they came from (ids sorted and
-/// deduplicated when the rows are made).
-type LatencyByTool<'a> = BTreeMap<Option<&'a str>, (Vec<f64>, Vec<&'a str>)>;
-
-/// Tool calls by attempt id.
-pub type CallsByAttempt<'a> = HashMap<&'a str, Vec<&'a ToolCall>, BuildHasherDefault<IdHasher>>;
-
-/// A fast, non-cryptographic hasher for attempt ids (local keys, looked up many times per cell; no
-/// iteration order depends on it). Mixes eight bytes at a time.
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl IdHasher {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        // Spread the high bits down: the table indexes with the low bits.
-        self.0 ^ (self.0 >> 29)
-    }
-}
-
-/// The scored attempts of one category, indexed.
-struct CategoryData<'a> {
-    /// (agent, server) → task → attempts.
-    cells: BTreeMap<CellKey, BTreeMap<String, Vec<&'a Attempt>>>,
-    core_tasks: BTreeSet<String>,
-    extended_tasks: BTreeSet<String>,
-    task_capability: BTreeMap<String, String>,
-}
-
-fn index_category<'a>(attempts: &[&'a Attempt]) -> CategoryData<'a> {
-    // Index on borrowed names first and own each distinct name once at the end (same order: `&str` and
-    // `String` compare alike).
-    type Borrowed<'a> = BTreeMap<(&'a str, &'a str), BTreeMap<&'a str, Vec<&'a Attempt>>>;
-    let mut by_cell: Borrowed<'a> = BTreeMap::new();
-    let mut core_tasks: BTreeSet<&str> = BTreeSet::new();
-    let mut extended_tasks: BTreeSet<&str> = BTreeSet::new();
-    let mut task_capability: BTreeMap<&str, &str> = BTreeMap::new();
-    for a in attempts.iter() {
-        // The task universe comes from every attempt that ran a task against a server (the built-in
-        // agents included: a bundle of built-in agents only still has its core tasks); cells are the
-        // scored attempts only.
-        match a.role {
-            Role::Scored => by_cell
-                .entry((a.agent.as_str(), a.server.as_str()))
-                .or_default()
-                .entry(a.task.as_str())
-                .or_default()
-                .push(a),
-            Role::Reference | Role::Null(_) => {}
-            Role::NoServerControl => continue,
-        }
-        match a.class {
-            TaskClass::Core => core_tasks.insert(a.task.as_str()),
-            TaskClass::Extended => extended_tasks.insert(a.task.as_str()),
-        };
-        if let Some(c) = &a.capability {
-            task_capability.insert(a.task.as_str(), c.as_str());
-        }
-    }
-    CategoryData {
-        cells: by_cell
-            .into_iter()
-            .map(|((agent, server), tasks)| {
-                let tasks = tasks.into_iter().map(|(t, v)| (t.to_string(), v)).collect();
-                ((agent.to_string(), server.to_string()), tasks)
-            })
-            .collect(),
-        core_tasks: core_tasks.into_iter().map(str::to_string).collect(),
-        extended_tasks: extended_tasks.into_iter().map(str::to_string).collect(),
-        task_capability: task_capability
-            .into_iter()
-            .map(|(t, c)| (t.to_string(), c.to_string()))
-            .collect(),
-    }
-}
-
-fn ids_of(attempts: &[&Attempt]) -> Vec<String> {
-    let mut v: Vec<String> = attempts.iter().map(|a| a.attempt_id.clone()).collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// The built-in agents' pass rates per server (`baselines.<agent>.<server>`): the reference agent's
-/// reachability and the null models' rates, over the admitted core tasks. No interval, rank or band.
-/// The built-in agents' rows: pass rates over core tasks, the server's capability coverage (`coverage`
-/// maps a server to it) and the latency of the server's tool calls in the agent's attempts.
-fn baselines_of(
-    attempts: &[&Attempt],
-    core: &BTreeSet<String>,
-    coverage: &dyn Fn(&str) -> Option<f64>,
-    calls_by_attempt: &CallsByAttempt<'_>,
-) -> BTreeMap<String, BTreeMap<String, agentrank_schema::analysis::BaselineEntry>> {
-    type Counts<'a> = BTreeMap<(&'a str, &'a str), (Role, BTreeMap<&'a str, (i64, i64)>, Vec<f64>)>;
-    let mut by: Counts<'_> = BTreeMap::new();
-    for a in attempts {
-        if !matches!(a.role, Role::Reference | Role::Null(_))
-            || a.server.is_empty()
-            || !core.contains(&a.task)
-        {
-            continue;
-        }
-        let e = by
-            .entry((a.agent.as_str(), a.server.as_str()))
-            .or_insert_with(|| (a.role, BTreeMap::new(), Vec::new()));
-        if let Some(calls) = calls_by_attempt.get(a.attempt_id.as_str()) {
-            e.2.extend(calls.iter().filter_map(|c| c.latency_ms));
-        }
-        let t = e.1.entry(a.task.as_str()).or_default();
-        if let Some(p) = a.outcome.headline_pass() {
-            t.1 += 1;
-            t.0 += i64::from(p);
-        }
-    }
-    let mut out: BTreeMap<String, BTreeMap<String, _>> = BTreeMap::new();
-    for ((agent, server), (role, tasks, latencies)) in by {
-        // A null run as a mode of an agent under test is that agent's baseline row of its own.
-        let agent = match role {
-            Role::Null(m) if NullModel::parse(agent) != Some(m) => {
-                format!("{agent} ({})", m.as_str())
-            }
-            _ => agent.to_string(),
-        };
-        let latency = median_p95(&latencies);
-        let counted: Vec<(i64, i64)> = tasks.values().copied().filter(|c| c.1 > 0).collect();
-        let point = (!counted.is_empty()).then(|| {
-            counted
-                .iter()
-                .map(|(p, n)| *p as f64 / *n as f64)
-                .sum::<f64>()
-                / counted.len() as f64
-        });
-        out.entry(agent).or_default().insert(
-            server.to_string(),
-            agentrank_schema::analysis::BaselineEntry {
-                role: match role {
-                    Role::Null(m) => format!("null-{}", m.as_str()),
-                    _ => "reference".into(),
-                },
-                point,
-                tasks: counted.len() as i64,
-                attempts: counted.iter().map(|c| c.1).sum(),
-                passes: counted.iter().map(|c| c.0).sum(),
-                coverage: coverage(server),
-                latency_calls: latencies.len() as i64,
-                latency_median_ms: latency.map(|l| l.0),
-                latency_p95_ms: latency.map(|l| l.1),
-            },
-        );
-    }
-    out
-}
-
-/// Mean over `tasks` of the pooled pass rate of `attempts` (tasks without countable attempts skipped).
-fn pooled_completion(attempts: &[&Attempt], tasks: &BTreeSet<String>) -> Option<f64> {
-    let mut by_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for a in attempts {
-        if !tasks.contains(&a.task) {
-            continue;
-        }
-        if let Some(p) = a.outcome.headline_pass() {
-            let e = by_task.entry(a.task.as_str()).or_default();
-            e.1 += 1;
-            if p {
-                e.0 += 1;
-            }
-        }
-    }
-    if by_task.is_empty() {
-        return None;
-    }
-    Some(
-        by_task
-            .values()
-            .map(|(k, n)| *k as f64 / *n as f64)
-            .sum::<f64>()
-            / by_task.len() as f64,
-    )
-}
-
-fn gate_row(category: &str, g: &GateResult) -> GateRow {
-    GateRow {
-        category: category.to_string(),
-        agent: g.agent.clone(),
-        server: g.server.clone(),
-        gate: g.gate.to_string(),
-        status: g.status.as_str().to_string(),
-        outcome: g.outcome.clone(),
-        reason: g.reason.clone(),
-        explanation: g.explanation.clone(),
-        counts_json: serde_json::to_string(&g.counts).unwrap_or_else(|_| "{}".into()),
-        threshold: g.threshold,
-        alpha: g.alpha,
-        p_value: g.p_value,
-        attempt_ids: g.attempt_ids.clone(),
-    }
-}
-
-fn gate_entry(g: &GateResult) -> GateEntry {
-    GateEntry {
-        gate: g.gate.to_string(),
-        status: g.status.as_str().to_string(),
-        outcome: g.outcome.clone(),
-        reason: g.reason.clone(),
-        agent: g.agent.clone(),
-        server: g.server.clone(),
-        counts: g.counts.clone(),
-        threshold: g.threshold,
-        alpha: g.alpha,
-        p_value: g.p_value,
-    }
-}
-
-fn refusal_of(g: &GateResult) -> Refusal {
-    Refusal {
-        gate: g.gate.to_string(),
-        outcome: g.outcome.clone(),
-        reason: g.reason.clone(),
-        explanation: g.explanation.clone(),
-        counts: g.counts.clone(),
-        threshold: g.threshold,
-        alpha: g.alpha,
-        p_value: g.p_value,
-        agent: g.agent.clone(),
-        server: g.server.clone(),
-    }
-}
-
-/// Build the bootstrap design of one view over the scored board. With `same_as`, a design of the same
-/// board in the headline view, the sensitivity view reuses its cells where no attempt is INVALID_BUILTIN
-/// (the only outcome the views count differently).
-fn build_design(
-    category: &str,
-    data: &CategoryData<'_>,
-    core: &[String],
-    boards: &BTreeMap<String, Vec<String>>,
-    unsupported: &dyn Fn(&str, &str) -> bool,
-    view: View,
-    same_as: Option<&Design>,
-) -> Design {
-    let agents: Vec<String> = boards.keys().cloned().collect();
-    let servers: Vec<Vec<String>> = boards.values().cloned().collect();
-    let empty = BTreeMap::new();
-    let cells = agents
-        .iter()
-        .zip(&servers)
-        .enumerate()
-        .map(|(ai, (agent, ss))| {
-            ss.iter()
-                .enumerate()
-                .map(|(si, server)| {
-                    let tasks = data
-                        .cells
-                        .get(&(agent.clone(), server.clone()))
-                        .unwrap_or(&empty);
-                    core.iter()
-                        .enumerate()
-                        .map(|(ti, t)| {
-                            let atts = tasks.get(t).map(Vec::as_slice).unwrap_or(&[]);
-                            let reusable = same_as.and_then(|d| d.cells.get(ai)?.get(si)?.get(ti));
-                            if let Some(cell) = reusable.filter(|_| {
-                                !atts.iter().any(|a| {
-                                    a.outcome == agentrank_schema::OutcomeClass::InvalidBuiltin
-                                })
-                            }) {
-                                return cell.clone();
-                            }
-                            let c = metrics::countable(atts, view);
-                            if c.is_empty() && unsupported(server, t) {
-                                Cell::from_parts(
-                                    vec![false],
-                                    hash_str(&format!("unsupported/{server}/{t}")),
-                                )
-                            } else {
-                                Cell::new(c.iter().map(|(id, p)| (id.as_str(), *p)))
-                            }
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
-    Design {
-        category: category.to_string(),
-        tasks: core.to_vec(),
-        agents,
-        servers,
-        cells,
-    }
-}
-
-/// The point Completion of one cell (as [`crate::bootstrap::point_completion`] of its design row): the mean over `core`
-/// of each task's headline pass rate, a task without countable attempts skipped unless the server does
-/// not advertise its capability (then it counts as 0).
-fn point_of_cell(
-    data: &CategoryData<'_>,
-    core: &[String],
-    agent: &str,
-    server: &str,
-    unsupported: &dyn Fn(&str, &str) -> bool,
-) -> f64 {
-    let tasks = data.cells.get(&(agent.to_string(), server.to_string()));
-    let mut sum = 0.0;
-    let mut n = 0usize;
-    for t in core {
-        let atts = tasks
-            .and_then(|m| m.get(t))
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let c = metrics::countable(atts, View::Headline);
-        if c.is_empty() {
-            if unsupported(server, t) {
-                n += 1;
-            }
-        } else {
-            sum += c.iter().filter(|x| x.1).count() as f64 / c.len() as f64;
-            n += 1;
-        }
-    }
-    if n == 0 { 0.0 } else { sum / n as f64 }
-}
-
 struct CategoryOutput {
     analysis: CategoryAnalysis,
     completion: Vec<CompletionRow>,
@@ -458,37 +118,6 @@ struct CategoryOutput {
     latency: Vec<LatencyRow>,
     separation: Vec<SeparationRow>,
     pair_differences: Vec<PairDifferenceRow>,
-}
-
-/// The smoke gate of one category (`None` when the category has no smoke tasks).
-fn smoke_gate_for(input: &Input, category: &str, attempts: &[&Attempt]) -> Option<GateResult> {
-    let reference_server = input.reference_servers.get(category).map(String::as_str);
-    let expected = input.smoke_tasks.get(category).cloned().unwrap_or_default();
-    if expected.is_empty() {
-        return None;
-    }
-    let mut results: BTreeMap<String, (usize, usize, Vec<String>)> = BTreeMap::new();
-    if let Some(rs) = reference_server {
-        for a in attempts
-            .iter()
-            .filter(|a| a.role == Role::Reference && a.server == rs && expected.contains(&a.task))
-        {
-            let e = results.entry(a.task.clone()).or_default();
-            e.2.push(a.attempt_id.clone());
-            if let Some(p) = a.outcome.headline_pass() {
-                e.1 += 1;
-                if p {
-                    e.0 += 1;
-                }
-            }
-        }
-    }
-    Some(gates::smoke_gate(
-        reference_server,
-        &results,
-        &expected,
-        input.strict_gates,
-    ))
 }
 
 #[allow(clippy::too_many_lines)]
@@ -1385,86 +1014,6 @@ fn analyze_category(
         separation: separation_rows,
         pair_differences: pair_difference_rows,
     }
-}
-
-fn rho_entry(r: &crate::bootstrap::RhoSummary) -> RhoEntry {
-    RhoEntry {
-        point: r.point,
-        ci: r.ci.map(|c| [c.0, c.1]),
-        resamples_dropped: r.dropped as i64,
-    }
-}
-
-fn agreement_rows(
-    category: &str,
-    design: &Design,
-    boot: &BootstrapResult,
-    data: &CategoryData<'_>,
-    cfg: &Config,
-) -> (Vec<AgreementRow>, Agreement) {
-    let mut rows = Vec::new();
-    let mut pairs = Vec::new();
-    let mut qualifying = 0;
-    for p in &boot.pairs {
-        let (a, b) = (&design.agents[p.agent_a], &design.agents[p.agent_b]);
-        let mut borrowed: Vec<&str> = Vec::new();
-        for agent in [a, b] {
-            for s in &p.common_servers {
-                if let Some(tasks) = data.cells.get(&(agent.clone(), s.clone())) {
-                    for t in &design.tasks {
-                        if let Some(atts) = tasks.get(t) {
-                            borrowed.extend(atts.iter().map(|x| x.attempt_id.as_str()));
-                        }
-                    }
-                }
-            }
-        }
-        borrowed.sort_unstable();
-        let ids: Vec<String> = borrowed.into_iter().map(str::to_string).collect();
-        let meets = |r: &crate::bootstrap::RhoSummary, th: f64| r.ci.map(|c| c.0 >= th);
-        let sm = meets(&p.server_rho, SERVER_RHO_MIN);
-        let cm = meets(&p.cell_rho, CELL_RHO_MIN);
-        let qualifies = sm == Some(true) && cm == Some(true);
-        if qualifies {
-            qualifying += 1;
-        }
-        for (measure, r, th, m) in [
-            ("server_completion", &p.server_rho, SERVER_RHO_MIN, sm),
-            ("cell_pass_rate", &p.cell_rho, CELL_RHO_MIN, cm),
-        ] {
-            rows.push(AgreementRow {
-                category: category.to_string(),
-                measure: measure.to_string(),
-                agent_a: a.clone(),
-                agent_b: b.clone(),
-                n_points: r.n_points as i64,
-                point: r.point,
-                ci_lo: r.ci.map(|c| c.0),
-                ci_hi: r.ci.map(|c| c.1),
-                resamples_used: r.used as i64,
-                resamples_dropped: r.dropped as i64,
-                threshold: Some(th),
-                meets_threshold: m,
-                method: "spearman-average-ranks/joint-cluster-bootstrap-v1".into(),
-                seed: cfg.seed as i64,
-                attempt_ids: ids.clone(),
-            });
-        }
-        pairs.push(AgreementPair {
-            agents: [a.clone(), b.clone()],
-            server_rho: rho_entry(&p.server_rho),
-            cell_rho: rho_entry(&p.cell_rho),
-            qualifies,
-        });
-    }
-    let required = pairs.len().div_ceil(2);
-    let agreement = Agreement {
-        qualifying_pairs: qualifying as i64,
-        required_pairs: required as i64,
-        broadly_agree: !pairs.is_empty() && qualifying >= required,
-        pairs,
-    };
-    (rows, agreement)
 }
 
 /// Categories present in an input's attempts.

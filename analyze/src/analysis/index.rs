@@ -1,0 +1,171 @@
+//! The indexed attempts of one category and the small pass-rate helpers every section reads: attempts by
+//! cell and task, the task universe, tool calls by attempt id, pooled and per-cell Completion.
+
+use super::CellKey;
+use crate::input::{Attempt, Role, TaskClass, ToolCall};
+use crate::metrics::{self, View};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Tool calls by attempt id.
+pub type CallsByAttempt<'a> = HashMap<&'a str, Vec<&'a ToolCall>, BuildHasherDefault<IdHasher>>;
+
+/// A fast, non-cryptographic hasher for attempt ids (local keys, looked up many times per cell; no
+/// iteration order depends on it). Mixes eight bytes at a time.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl IdHasher {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        // Spread the high bits down: the table indexes with the low bits.
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+/// The scored attempts of one category, indexed.
+pub(super) struct CategoryData<'a> {
+    /// (agent, server) → task → attempts.
+    pub(super) cells: BTreeMap<CellKey, BTreeMap<String, Vec<&'a Attempt>>>,
+    pub(super) core_tasks: BTreeSet<String>,
+    pub(super) extended_tasks: BTreeSet<String>,
+    pub(super) task_capability: BTreeMap<String, String>,
+}
+
+pub(super) fn index_category<'a>(attempts: &[&'a Attempt]) -> CategoryData<'a> {
+    // Index on borrowed names first and own each distinct name once at the end (same order: `&str` and
+    // `String` compare alike).
+    type Borrowed<'a> = BTreeMap<(&'a str, &'a str), BTreeMap<&'a str, Vec<&'a Attempt>>>;
+    let mut by_cell: Borrowed<'a> = BTreeMap::new();
+    let mut core_tasks: BTreeSet<&str> = BTreeSet::new();
+    let mut extended_tasks: BTreeSet<&str> = BTreeSet::new();
+    let mut task_capability: BTreeMap<&str, &str> = BTreeMap::new();
+    for a in attempts.iter() {
+        // The task universe comes from every attempt that ran a task against a server (the built-in
+        // agents included: a bundle of built-in agents only still has its core tasks); cells are the
+        // scored attempts only.
+        match a.role {
+            Role::Scored => by_cell
+                .entry((a.agent.as_str(), a.server.as_str()))
+                .or_default()
+                .entry(a.task.as_str())
+                .or_default()
+                .push(a),
+            Role::Reference | Role::Null(_) => {}
+            Role::NoServerControl => continue,
+        }
+        match a.class {
+            TaskClass::Core => core_tasks.insert(a.task.as_str()),
+            TaskClass::Extended => extended_tasks.insert(a.task.as_str()),
+        };
+        if let Some(c) = &a.capability {
+            task_capability.insert(a.task.as_str(), c.as_str());
+        }
+    }
+    CategoryData {
+        cells: by_cell
+            .into_iter()
+            .map(|((agent, server), tasks)| {
+                let tasks = tasks.into_iter().map(|(t, v)| (t.to_string(), v)).collect();
+                ((agent.to_string(), server.to_string()), tasks)
+            })
+            .collect(),
+        core_tasks: core_tasks.into_iter().map(str::to_string).collect(),
+        extended_tasks: extended_tasks.into_iter().map(str::to_string).collect(),
+        task_capability: task_capability
+            .into_iter()
+            .map(|(t, c)| (t.to_string(), c.to_string()))
+            .collect(),
+    }
+}
+
+pub(super) fn ids_of(attempts: &[&Attempt]) -> Vec<String> {
+    let mut v: Vec<String> = attempts.iter().map(|a| a.attempt_id.clone()).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Mean over `tasks` of the pooled pass rate of `attempts` (tasks without countable attempts skipped).
+pub(super) fn pooled_completion(attempts: &[&Attempt], tasks: &BTreeSet<String>) -> Option<f64> {
+    let mut by_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for a in attempts {
+        if !tasks.contains(&a.task) {
+            continue;
+        }
+        if let Some(p) = a.outcome.headline_pass() {
+            let e = by_task.entry(a.task.as_str()).or_default();
+            e.1 += 1;
+            if p {
+                e.0 += 1;
+            }
+        }
+    }
+    if by_task.is_empty() {
+        return None;
+    }
+    Some(
+        by_task
+            .values()
+            .map(|(k, n)| *k as f64 / *n as f64)
+            .sum::<f64>()
+            / by_task.len() as f64,
+    )
+}
+
+/// The point Completion of one cell (as [`crate::bootstrap::point_completion`] of its design row): the mean over `core`
+/// of each task's headline pass rate, a task without countable attempts skipped unless the server does
+/// not advertise its capability (then it counts as 0).
+pub(super) fn point_of_cell(
+    data: &CategoryData<'_>,
+    core: &[String],
+    agent: &str,
+    server: &str,
+    unsupported: &dyn Fn(&str, &str) -> bool,
+) -> f64 {
+    let tasks = data.cells.get(&(agent.to_string(), server.to_string()));
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    for t in core {
+        let atts = tasks
+            .and_then(|m| m.get(t))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let c = metrics::countable(atts, View::Headline);
+        if c.is_empty() {
+            if unsupported(server, t) {
+                n += 1;
+            }
+        } else {
+            sum += c.iter().filter(|x| x.1).count() as f64 / c.len() as f64;
+            n += 1;
+        }
+    }
+    if n == 0 { 0.0 } else { sum / n as f64 }
+}
