@@ -169,3 +169,49 @@ pub(super) fn point_of_cell(
     }
     if n == 0 { 0.0 } else { sum / n as f64 }
 }
+
+/// The reference agent's attempts on the admitted core tasks `core`, every server.
+pub(super) fn reference_attempts<'a>(
+    attempts: &[&'a Attempt],
+    core: &BTreeSet<String>,
+) -> Vec<&'a Attempt> {
+    attempts
+        .iter()
+        .copied()
+        .filter(|a| a.role == Role::Reference && core.contains(&a.task))
+        .collect()
+}
+
+/// Attempts for the sections' unit tests.
+#[cfg(test)]
+pub(super) mod test_attempts {
+    use crate::input::{Attempt, Role, TaskClass};
+    use agentrank_schema::OutcomeClass;
+
+    /// A core attempt of `task` with `outcome` in role `role`, its id `id`, agent `a`, server `s`.
+    pub(in crate::analysis) fn attempt(
+        id: &str,
+        role: Role,
+        task: &str,
+        outcome: OutcomeClass,
+    ) -> Attempt {
+        Attempt {
+            attempt_id: id.into(),
+            category: "databases".into(),
+            server: "s".into(),
+            agent: "a".into(),
+            task: task.into(),
+            class: TaskClass::Core,
+            capability: None,
+            attempt_index: 0,
+            rerun_index: 0,
+            outcome,
+            role,
+            batch: 0,
+            tool_calls: None,
+            step_budget: None,
+            cost_usd: None,
+            cost_floor_reasons: Vec::new(),
+        }
+    }
+}

@@ -1,8 +1,14 @@
-//! The bootstrap designs of a category's boards (the scored board and the reference rows), in the
-//! headline and sensitivity views.
+//! Section 7 of a category's analysis: the bootstrap designs of its boards (the scored board and the
+//! reference rows) in the headline and sensitivity views, and their resamples.
 
+use super::Category;
+use super::gating::{Boards, Scope};
 use super::index::CategoryData;
-use crate::bootstrap::{Cell, Design};
+use crate::bootstrap::{
+    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_completion,
+    cluster_bootstrap_with_sensitivity,
+};
+use crate::input::Role;
 use crate::metrics::{self, View};
 use crate::rng::hash_str;
 use std::collections::BTreeMap;
@@ -67,5 +73,73 @@ pub(super) fn build_design(
         agents,
         servers,
         cells,
+    }
+}
+
+/// The designs of a category's boards and their resamples in both views.
+pub(super) struct Resampled {
+    /// The scored board, headline view.
+    pub(super) design: Design,
+    pub(super) boot: BootstrapResult,
+    /// The scored board, sensitivity view (the headline's when no attempt is INVALID_BUILTIN).
+    pub(super) sens_boot: BootstrapResult,
+    /// The reference rows, headline view.
+    pub(super) ref_design: Design,
+    /// The reference rows' resamples, `None` without reference rows.
+    pub(super) ref_boot: Option<BootstrapResult>,
+    pub(super) ref_sens_boot: Option<BootstrapResult>,
+}
+
+/// Section 7, bootstrap: resamples the scored board (with ranks and agreement) and the reference rows
+/// (Completion only) in the headline view and, when a scored core attempt is INVALID_BUILTIN, in the
+/// sensitivity view too (otherwise the sensitivity view is the headline's).
+pub(super) fn bootstrap_section(c: &Category<'_>, scope: &Scope<'_>, boards: &Boards) -> Resampled {
+    let (category, cfg) = (c.name, c.cfg);
+    let unsupported = |server: &str, task: &str| scope.unsupported(server, task);
+    let design_of =
+        |board: &BTreeMap<String, Vec<String>>, view: View, same_as: Option<&Design>| {
+            build_design(
+                category,
+                &scope.data,
+                &scope.core,
+                board,
+                &unsupported,
+                view,
+                same_as,
+            )
+        };
+    let design = design_of(&boards.board, View::Headline, None);
+    let any_builtin = c.attempts.iter().any(|a| {
+        a.role == Role::Scored
+            && a.outcome == agentrank_schema::OutcomeClass::InvalidBuiltin
+            && scope.core_set.contains(&a.task)
+    });
+    let (boot, sens_boot) = if any_builtin {
+        let d = design_of(&boards.board, View::Sensitivity, Some(&design));
+        cluster_bootstrap_with_sensitivity(&design, &d, cfg.seed, cfg.resamples)
+    } else {
+        let b = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
+        (b.clone(), b)
+    };
+    let ref_design = design_of(&boards.reference, View::Headline, None);
+    let (ref_boot, ref_sens_boot) = if boards.reference.is_empty() {
+        (None, None)
+    } else {
+        let b = cluster_bootstrap_completion(&ref_design, cfg.seed, cfg.resamples);
+        let s = if any_builtin {
+            let d = design_of(&boards.reference, View::Sensitivity, Some(&ref_design));
+            cluster_bootstrap_completion(&d, cfg.seed, cfg.resamples)
+        } else {
+            b.clone()
+        };
+        (Some(b), Some(s))
+    };
+    Resampled {
+        design,
+        boot,
+        sens_boot,
+        ref_design,
+        ref_boot,
+        ref_sens_boot,
     }
 }
