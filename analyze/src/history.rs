@@ -149,6 +149,232 @@ fn retest_rho(
     boot.pairs.into_iter().next().map(|pair| pair.server_rho)
 }
 
+/// A category's servers whose Completion moved against their own history (every earlier input holding
+/// the category): more than [`SIGMA_FLAG`] standard deviations, or any move of a constant history.
+fn server_anomalies(
+    category: &str,
+    cur: &BTreeMap<(String, String), f64>,
+    hist: &[BTreeMap<(String, String), f64>],
+) -> Vec<AnomalyRow> {
+    let mut anomalies = Vec::new();
+    for (key, &x) in cur {
+        let pts: Vec<f64> = hist.iter().filter_map(|h| h.get(key).copied()).collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let (m, sd) = mean_sd(&pts);
+        let (z, flagged, detail) = match sd {
+            None => (
+                None,
+                false,
+                "one earlier bundle: no standard deviation, not flagged".to_string(),
+            ),
+            Some(s) if s > 0.0 => {
+                let z = (x - m) / s;
+                (
+                    Some(z),
+                    z.abs() > SIGMA_FLAG,
+                    format!(
+                        "{:.2} standard deviations from {} earlier bundles",
+                        z,
+                        pts.len()
+                    ),
+                )
+            }
+            Some(_) => (
+                None,
+                (x - m).abs() > 1e-9,
+                "history constant: any move is flagged".to_string(),
+            ),
+        };
+        anomalies.push(AnomalyRow {
+            kind: "server_completion".into(),
+            category: category.to_string(),
+            agent: Some(key.0.clone()),
+            server: Some(key.1.clone()),
+            task: None,
+            current: x,
+            history_mean: Some(m),
+            history_sd: sd,
+            z,
+            history_points: pts.len() as i64,
+            flagged,
+            detail,
+        });
+    }
+
+    anomalies
+}
+
+/// A category's tasks whose pass rate jumped against the previous input on at least half (and at least
+/// 3) of the servers they share with it.
+fn task_anomalies(category: &str, cur_att: &[&Attempt], prev_att: &[&Attempt]) -> Vec<AnomalyRow> {
+    let mut anomalies = Vec::new();
+    let cur_rates = task_server_rates(cur_att);
+    let prev_rates = task_server_rates(prev_att);
+    let tasks: BTreeSet<&String> = cur_rates.keys().map(|(t, _)| t).collect();
+    for task in tasks {
+        let mut common = Vec::new();
+        for ((t, s), &x) in &cur_rates {
+            if t == task
+                && let Some(&y) = prev_rates.get(&(t.clone(), s.clone()))
+            {
+                common.push((s.clone(), x, y));
+            }
+        }
+        if common.is_empty() {
+            continue;
+        }
+        let moved: Vec<&String> = common
+            .iter()
+            .filter(|(_, x, y)| (x - y).abs() > MOVE_THRESHOLD)
+            .map(|(s, _, _)| s)
+            .collect();
+        let need = 3usize.max(common.len().div_ceil(2));
+        let cur_mean = common.iter().map(|c| c.1).sum::<f64>() / common.len() as f64;
+        let prev_mean = common.iter().map(|c| c.2).sum::<f64>() / common.len() as f64;
+        anomalies.push(AnomalyRow {
+            kind: "task_pass_rate".into(),
+            category: category.to_string(),
+            agent: None,
+            server: None,
+            task: Some(task.clone()),
+            current: cur_mean,
+            history_mean: Some(prev_mean),
+            history_sd: None,
+            z: None,
+            history_points: 1,
+            flagged: moved.len() >= need,
+            detail: format!(
+                "moved by more than {MOVE_THRESHOLD} on {} of {} servers (flag at {need}): {}",
+                moved.len(),
+                common.len(),
+                moved
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+
+    anomalies
+}
+
+/// One category's current input against its previous one (`prev` and `ci` index `inputs`).
+struct Retest<'a> {
+    category: &'a str,
+    prev: usize,
+    ci: usize,
+    cur_att: &'a [&'a Attempt],
+    prev_att: &'a [&'a Attempt],
+}
+
+/// Test-retest per agent against the previous input: the Spearman correlation of server Completions
+/// (with its bootstrap interval when it can be resampled) and the share of (server, task) cells that
+/// moved, two agreement rows per agent.
+fn test_retest(
+    inputs: &[Input],
+    r: &Retest<'_>,
+    cur: &BTreeMap<(String, String), f64>,
+    cur_counts: &TaskCounts,
+    cfg: &Config,
+) -> Vec<AgreementRow> {
+    let Retest {
+        category,
+        prev,
+        ci,
+        cur_att,
+        prev_att,
+    } = *r;
+    let mut retest = Vec::new();
+    let prev_counts = task_counts(prev_att);
+    let prev_c = completions(&prev_counts);
+    let agents: BTreeSet<&String> = cur.keys().map(|(a, _)| a).collect();
+    for agent in agents {
+        let mut xs = Vec::new();
+        let mut ys = Vec::new();
+        for ((a, s), &x) in cur {
+            if a == agent
+                && let Some(&y) = prev_c.get(&(a.clone(), s.clone()))
+            {
+                xs.push(y);
+                ys.push(x);
+            }
+        }
+        if xs.is_empty() {
+            continue;
+        }
+        let (mut cells, mut moved) = (0usize, 0usize);
+        for ((a, s), tasks) in cur_counts {
+            if a != agent {
+                continue;
+            }
+            for (t, (p, n)) in tasks {
+                if let Some((p0, n0)) = prev_counts
+                    .get(&(a.clone(), s.clone()))
+                    .and_then(|m| m.get(t))
+                {
+                    cells += 1;
+                    if (*p as f64 / *n as f64 - *p0 as f64 / *n0 as f64).abs() > MOVE_THRESHOLD {
+                        moved += 1;
+                    }
+                }
+            }
+        }
+        let mut ids: Vec<String> = cur_att
+            .iter()
+            .chain(prev_att.iter())
+            .filter(|a| &a.agent == agent)
+            .map(|a| a.attempt_id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let a_label = format!("{agent}@{}", inputs[prev].label);
+        let b_label = format!("{agent}@{}", inputs[ci].label);
+        let rho = retest_rho(category, agent, prev_att, cur_att, cfg);
+        let base = AgreementRow {
+            category: category.to_string(),
+            measure: "test_retest_server_completion".into(),
+            agent_a: a_label,
+            agent_b: b_label,
+            n_points: rho.as_ref().map_or(xs.len(), |r| r.n_points) as i64,
+            point: match &rho {
+                Some(r) => r.point,
+                None => spearman_of_completions(&xs, &ys),
+            },
+            ci_lo: rho.as_ref().and_then(|r| r.ci).map(|c| c.0),
+            ci_hi: rho.as_ref().and_then(|r| r.ci).map(|c| c.1),
+            resamples_used: rho.as_ref().map_or(0, |r| r.used) as i64,
+            resamples_dropped: rho.as_ref().map_or(0, |r| r.dropped) as i64,
+            threshold: None,
+            meets_threshold: None,
+            method: if rho.is_some() {
+                "spearman-average-ranks/joint-cluster-bootstrap-v1"
+            } else {
+                "spearman-average-ranks/point"
+            }
+            .into(),
+            seed: cfg.seed as i64,
+            attempt_ids: ids,
+        };
+        retest.push(AgreementRow {
+            measure: "test_retest_cells_moved_share".into(),
+            n_points: cells as i64,
+            point: if cells == 0 {
+                None
+            } else {
+                Some(moved as f64 / cells as f64)
+            },
+            threshold: Some(MOVE_THRESHOLD),
+            method: "share of (server x task) cells whose pass rate moved by more than 0.4".into(),
+            ..base.clone()
+        });
+        retest.insert(retest.len() - 1, base);
+    }
+    retest
+}
+
 /// Anomalies and test-retest rows for every category whose current input has earlier inputs.
 pub fn compare(
     inputs: &[Input],
@@ -171,191 +397,17 @@ pub fn compare(
             .iter()
             .map(|&j| completions(&task_counts(&scored(&inputs[j], category))))
             .collect();
-
-        // Server moves against their own history.
-        for (key, &x) in &cur {
-            let pts: Vec<f64> = hist.iter().filter_map(|h| h.get(key).copied()).collect();
-            if pts.is_empty() {
-                continue;
-            }
-            let (m, sd) = mean_sd(&pts);
-            let (z, flagged, detail) = match sd {
-                None => (
-                    None,
-                    false,
-                    "one earlier bundle: no standard deviation, not flagged".to_string(),
-                ),
-                Some(s) if s > 0.0 => {
-                    let z = (x - m) / s;
-                    (
-                        Some(z),
-                        z.abs() > SIGMA_FLAG,
-                        format!(
-                            "{:.2} standard deviations from {} earlier bundles",
-                            z,
-                            pts.len()
-                        ),
-                    )
-                }
-                Some(_) => (
-                    None,
-                    (x - m).abs() > 1e-9,
-                    "history constant: any move is flagged".to_string(),
-                ),
-            };
-            anomalies.push(AnomalyRow {
-                kind: "server_completion".into(),
-                category: category.clone(),
-                agent: Some(key.0.clone()),
-                server: Some(key.1.clone()),
-                task: None,
-                current: x,
-                history_mean: Some(m),
-                history_sd: sd,
-                z,
-                history_points: pts.len() as i64,
-                flagged,
-                detail,
-            });
-        }
-
-        // Tasks whose pass rate jumps across many servers (against the previous input).
+        anomalies.extend(server_anomalies(category, &cur, &hist));
         let prev_att = scored(&inputs[prev], category);
-        let cur_rates = task_server_rates(&cur_att);
-        let prev_rates = task_server_rates(&prev_att);
-        let tasks: BTreeSet<&String> = cur_rates.keys().map(|(t, _)| t).collect();
-        for task in tasks {
-            let mut common = Vec::new();
-            for ((t, s), &x) in &cur_rates {
-                if t == task
-                    && let Some(&y) = prev_rates.get(&(t.clone(), s.clone()))
-                {
-                    common.push((s.clone(), x, y));
-                }
-            }
-            if common.is_empty() {
-                continue;
-            }
-            let moved: Vec<&String> = common
-                .iter()
-                .filter(|(_, x, y)| (x - y).abs() > MOVE_THRESHOLD)
-                .map(|(s, _, _)| s)
-                .collect();
-            let need = 3usize.max(common.len().div_ceil(2));
-            let cur_mean = common.iter().map(|c| c.1).sum::<f64>() / common.len() as f64;
-            let prev_mean = common.iter().map(|c| c.2).sum::<f64>() / common.len() as f64;
-            anomalies.push(AnomalyRow {
-                kind: "task_pass_rate".into(),
-                category: category.clone(),
-                agent: None,
-                server: None,
-                task: Some(task.clone()),
-                current: cur_mean,
-                history_mean: Some(prev_mean),
-                history_sd: None,
-                z: None,
-                history_points: 1,
-                flagged: moved.len() >= need,
-                detail: format!(
-                    "moved by more than {MOVE_THRESHOLD} on {} of {} servers (flag at {need}): {}",
-                    moved.len(),
-                    common.len(),
-                    moved
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-
-        // Test-retest per agent against the previous input.
-        let prev_counts = task_counts(&prev_att);
-        let prev_c = completions(&prev_counts);
-        let agents: BTreeSet<&String> = cur.keys().map(|(a, _)| a).collect();
-        for agent in agents {
-            let mut xs = Vec::new();
-            let mut ys = Vec::new();
-            for ((a, s), &x) in &cur {
-                if a == agent
-                    && let Some(&y) = prev_c.get(&(a.clone(), s.clone()))
-                {
-                    xs.push(y);
-                    ys.push(x);
-                }
-            }
-            if xs.is_empty() {
-                continue;
-            }
-            let (mut cells, mut moved) = (0usize, 0usize);
-            for ((a, s), tasks) in &cur_counts {
-                if a != agent {
-                    continue;
-                }
-                for (t, (p, n)) in tasks {
-                    if let Some((p0, n0)) = prev_counts
-                        .get(&(a.clone(), s.clone()))
-                        .and_then(|m| m.get(t))
-                    {
-                        cells += 1;
-                        if (*p as f64 / *n as f64 - *p0 as f64 / *n0 as f64).abs() > MOVE_THRESHOLD
-                        {
-                            moved += 1;
-                        }
-                    }
-                }
-            }
-            let mut ids: Vec<String> = cur_att
-                .iter()
-                .chain(prev_att.iter())
-                .filter(|a| &a.agent == agent)
-                .map(|a| a.attempt_id.clone())
-                .collect();
-            ids.sort();
-            ids.dedup();
-            let a_label = format!("{agent}@{}", inputs[prev].label);
-            let b_label = format!("{agent}@{}", inputs[ci].label);
-            let rho = retest_rho(category, agent, &prev_att, &cur_att, cfg);
-            let base = AgreementRow {
-                category: category.clone(),
-                measure: "test_retest_server_completion".into(),
-                agent_a: a_label,
-                agent_b: b_label,
-                n_points: rho.as_ref().map_or(xs.len(), |r| r.n_points) as i64,
-                point: match &rho {
-                    Some(r) => r.point,
-                    None => spearman_of_completions(&xs, &ys),
-                },
-                ci_lo: rho.as_ref().and_then(|r| r.ci).map(|c| c.0),
-                ci_hi: rho.as_ref().and_then(|r| r.ci).map(|c| c.1),
-                resamples_used: rho.as_ref().map_or(0, |r| r.used) as i64,
-                resamples_dropped: rho.as_ref().map_or(0, |r| r.dropped) as i64,
-                threshold: None,
-                meets_threshold: None,
-                method: if rho.is_some() {
-                    "spearman-average-ranks/joint-cluster-bootstrap-v1"
-                } else {
-                    "spearman-average-ranks/point"
-                }
-                .into(),
-                seed: cfg.seed as i64,
-                attempt_ids: ids,
-            };
-            retest.push(AgreementRow {
-                measure: "test_retest_cells_moved_share".into(),
-                n_points: cells as i64,
-                point: if cells == 0 {
-                    None
-                } else {
-                    Some(moved as f64 / cells as f64)
-                },
-                threshold: Some(MOVE_THRESHOLD),
-                method: "share of (server x task) cells whose pass rate moved by more than 0.4"
-                    .into(),
-                ..base.clone()
-            });
-            retest.insert(retest.len() - 1, base);
-        }
+        anomalies.extend(task_anomalies(category, &cur_att, &prev_att));
+        let r = Retest {
+            category,
+            prev,
+            ci,
+            cur_att: &cur_att,
+            prev_att: &prev_att,
+        };
+        retest.extend(test_retest(inputs, &r, &cur, &cur_counts, cfg));
     }
     (anomalies, retest)
 }

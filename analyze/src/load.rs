@@ -227,20 +227,27 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// A plain-table row whose role cannot be told.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum RoleError {
+    #[error("unknown role {0:?}; expected scored, control, reference or null-<model>")]
+    Unknown(String),
+    #[error("agent {0:?} looks like a null model but is not one")]
+    NotANullModel(String),
+}
+
 /// The role of a plain-table row: an explicit `role` column wins; otherwise a server named `none`,
 /// `no-server` or empty is the no-server control, an agent named `reference` is the reference agent, and an
 /// agent named after a null model (`no-tools`, `null-no-tools`, …) is that null model, as in bundles.
-pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role, String> {
+pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role, RoleError> {
     if let Some(r) = role.map(str::trim).filter(|r| !r.is_empty()) {
         return match r {
             "scored" => Ok(Role::Scored),
             "control" | "no-server" | "no_server_control" => Ok(Role::NoServerControl),
             "reference" => Ok(Role::Reference),
-            other => NullModel::parse(other).map(Role::Null).ok_or_else(|| {
-                format!(
-                    "unknown role {other:?}; expected scored, control, reference or null-<model>"
-                )
-            }),
+            other => NullModel::parse(other)
+                .map(Role::Null)
+                .ok_or_else(|| RoleError::Unknown(other.to_string())),
         };
     }
     if server.is_empty() || server == "none" || server == "no-server" {
@@ -250,9 +257,7 @@ pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role,
     } else if let Some(m) = NullModel::parse(agent) {
         Ok(Role::Null(m))
     } else if agent.starts_with("null") {
-        Err(format!(
-            "agent {agent:?} looks like a null model but is not one"
-        ))
+        Err(RoleError::NotANullModel(agent.to_string()))
     } else {
         Ok(Role::Scored)
     }
@@ -330,7 +335,8 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
                 *e - 1
             }
         };
-        let role = infer_role(get(role, r), &ag, &srv).map_err(|m| t.bad(r, "role", m))?;
+        let role =
+            infer_role(get(role, r), &ag, &srv).map_err(|e| t.bad(r, "role", e.to_string()))?;
         let cost_usd = get(cost, r)
             .map(|s| {
                 s.parse::<f64>()

@@ -11,6 +11,7 @@ use crate::input::{
 };
 use crate::load::LoadError;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::manifest::ManifestDraft;
 use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
 use agentrank_schema::roster::{AgentConfig, AgentKind, RosterRow, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,8 +70,10 @@ pub fn is_reference_row(sc: &ServerConfig) -> bool {
     sc.row == RosterRow::ReferenceRow
 }
 
-/// Convert an already-read bundle (the step budgets come from its sealed task catalog).
-pub fn input_from_bundle(b: &LoadedBundle) -> Input {
+/// The bundle's attempts in the analysis's form: calibration attempts left out, roles from the control
+/// rows, and control rows whose attempt is not in the attempts table added (they still count for their
+/// gate).
+fn bundle_attempts(b: &LoadedBundle) -> Vec<Attempt> {
     let budgets = step_budgets(&b.dir);
     let t = &b.tables;
     let control: BTreeMap<&str, &str> = t
@@ -156,8 +159,13 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             cost_floor_reasons: Vec::new(),
         });
     }
-    let tool_calls = t
-        .tool_calls
+    attempts
+}
+
+/// The bundle's tool calls in the analysis's form.
+fn bundle_tool_calls(b: &LoadedBundle) -> Vec<ToolCall> {
+    let t = &b.tables;
+    t.tool_calls
         .iter()
         .map(|c| ToolCall {
             attempt_id: c.attempt_id.clone(),
@@ -166,9 +174,18 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             latency_ms: c.latency_ms,
             is_error: c.status != "ok" || c.is_error == Some(true),
         })
-        .collect();
+        .collect()
+}
 
-    let draft = &b.manifest.draft;
+/// What the manifest's server configurations say: the advertised capabilities per (category, server),
+/// the reference server per category, and the reference rows.
+type ServerFacts = (
+    BTreeMap<(String, String), BTreeSet<String>>,
+    BTreeMap<String, String>,
+    BTreeSet<(String, String)>,
+);
+
+fn server_facts(draft: &ManifestDraft) -> ServerFacts {
     let mut advertised = BTreeMap::new();
     let mut reference_servers = BTreeMap::new();
     let mut reference_rows = BTreeSet::new();
@@ -190,6 +207,11 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             advertised.insert((cat, sc.id.clone()), caps);
         }
     }
+    (advertised, reference_servers, reference_rows)
+}
+
+/// Agents whose boards are low-sample (Codex agents).
+fn low_sample_agents(draft: &ManifestDraft) -> BTreeSet<String> {
     let mut low_sample_agents = BTreeSet::new();
     for (id, v) in &draft.agent_configs {
         if let Ok(ac) = serde_json::from_value::<AgentConfig>(v.clone())
@@ -199,7 +221,11 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
         }
     }
 
-    // Lock check: every server and agent that ran a scored attempt is pinned.
+    low_sample_agents
+}
+
+/// Lock check: every server and agent that ran a scored attempt is pinned. Returns the problems found.
+fn lock_problems(draft: &ManifestDraft, attempts: &[Attempt]) -> Vec<String> {
     let mut problems = Vec::new();
     let servers: BTreeSet<&str> = attempts
         .iter()
@@ -226,6 +252,12 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             problems.push(format!("agent {a} is not in the lock manifest"));
         }
     }
+    problems
+}
+
+/// The safety posture per (category, agent, server): probe id → result.
+fn safety_of(b: &LoadedBundle) -> BTreeMap<(String, String, String), BTreeMap<String, String>> {
+    let t = &b.tables;
     let mut safety: BTreeMap<(String, String, String), BTreeMap<String, String>> = BTreeMap::new();
     for p in &t.probes {
         if p.probe_kind == "safety"
@@ -237,6 +269,12 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
                 .insert(p.probe_id.clone(), p.result.clone());
         }
     }
+    safety
+}
+
+/// Tool-definition tokens per (category, agent, server).
+fn tool_definition_tokens_of(b: &LoadedBundle) -> BTreeMap<(String, String, String), i64> {
+    let t = &b.tables;
     // Tool-definition tokens (Methodology §7): measurement rows of one agent on one server, the input
     // tokens of a one-word prompt with the server attached minus the same prompt without it. A row
     // whose observed value is not a whole number is not a measurement and is left out.
@@ -255,7 +293,16 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             );
         }
     }
-    let budget_refusals = draft
+    tool_definition_tokens
+}
+
+/// The cells a gate refused before their scored attempts ran, per (category, agent): every server of the
+/// category.
+fn budget_refusals_of(
+    draft: &ManifestDraft,
+    advertised: &BTreeMap<(String, String), BTreeSet<String>>,
+) -> BTreeMap<(String, String), crate::input::BudgetRefusal> {
+    draft
         .budget_gates
         .iter()
         .filter_map(|r| {
@@ -280,20 +327,29 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
                 },
             ))
         })
-        .collect();
+        .collect()
+}
+
+/// Convert an already-read bundle (the step budgets come from its sealed task catalog).
+pub fn input_from_bundle(b: &LoadedBundle) -> Input {
+    let draft = &b.manifest.draft;
+    let attempts = bundle_attempts(b);
+    let (advertised, reference_servers, reference_rows) = server_facts(draft);
+    let problems = lock_problems(draft, &attempts);
+    let budget_refusals = budget_refusals_of(draft, &advertised);
     Input {
         label: draft.bundle_id.clone(),
         kind: "bundle".into(),
         attempts,
-        tool_calls,
+        tool_calls: bundle_tool_calls(b),
         advertised,
         core_capabilities: BTreeMap::new(),
         reference_servers,
         reference_rows,
         smoke_tasks: default_smoke_tasks(),
-        low_sample_agents,
-        tool_definition_tokens,
-        safety,
+        low_sample_agents: low_sample_agents(draft),
+        tool_definition_tokens: tool_definition_tokens_of(b),
+        safety: safety_of(b),
         structural: Structural {
             lock_complete: Some(problems.is_empty()),
             lock_problems: problems,
