@@ -5,7 +5,8 @@
 //! Every row carries the ids of the attempts behind it. Refused cells carry no score: their score columns
 //! are null in Parquet and absent in JSON.
 
-use arrow_schema::{DataType, Field, FieldRef};
+use crate::table::{ANALYSIS_FORMAT, Table, TableFormat};
+use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,24 +17,24 @@ use std::sync::Arc;
 /// read as having no paired differences.
 pub const ANALYSIS_SCHEMA_VERSION: &str = "1.2";
 
-fn utf8(name: &str, nullable: bool) -> FieldRef {
-    Arc::new(Field::new(name, DataType::Utf8, nullable))
+fn utf8(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
 }
-fn f64_(name: &str, nullable: bool) -> FieldRef {
-    Arc::new(Field::new(name, DataType::Float64, nullable))
+fn f64_(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Float64, nullable)
 }
-fn i64_(name: &str, nullable: bool) -> FieldRef {
-    Arc::new(Field::new(name, DataType::Int64, nullable))
+fn i64_(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Int64, nullable)
 }
-fn bool_(name: &str, nullable: bool) -> FieldRef {
-    Arc::new(Field::new(name, DataType::Boolean, nullable))
+fn bool_(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Boolean, nullable)
 }
-fn list_utf8(name: &str) -> FieldRef {
-    Arc::new(Field::new(
+fn list_utf8(name: &str) -> Field {
+    Field::new(
         name,
         DataType::List(Arc::new(Field::new("element", DataType::Utf8, false))),
         false,
-    ))
+    )
 }
 
 /// `completion.parquet`: one row per (category, view, agent, server) — the headline board and the
@@ -77,8 +78,15 @@ pub struct CompletionRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl CompletionRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for CompletionRow {
+    const NAME: &'static str = "completion";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("view", false),
@@ -131,8 +139,15 @@ pub struct CellRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl CellRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for CellRow {
+    const NAME: &'static str = "cells";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("agent", false),
@@ -170,8 +185,15 @@ pub struct FirstTryRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl FirstTryRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for FirstTryRow {
+    const NAME: &'static str = "first_try";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("agent", false),
@@ -213,8 +235,15 @@ pub struct AgreementRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl AgreementRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for AgreementRow {
+    const NAME: &'static str = "agreement";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("measure", false),
@@ -258,8 +287,15 @@ pub struct GateRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl GateRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for GateRow {
+    const NAME: &'static str = "gates";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("agent", true),
@@ -304,8 +340,15 @@ pub struct AttributeRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl AttributeRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for AttributeRow {
+    const NAME: &'static str = "attributes";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("agent", false),
@@ -344,8 +387,15 @@ pub struct LatencyRow {
     pub attempt_ids: Vec<String>,
 }
 
-impl LatencyRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for LatencyRow {
+    const NAME: &'static str = "latency";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("server", false),
@@ -375,8 +425,15 @@ pub struct SeparationRow {
     pub attempts_needed_per_server: Option<i64>,
 }
 
-impl SeparationRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for SeparationRow {
+    const NAME: &'static str = "separation";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("agent", false),
@@ -412,8 +469,15 @@ pub struct PairDifferenceRow {
     pub seed: i64,
 }
 
-impl PairDifferenceRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for PairDifferenceRow {
+    const NAME: &'static str = "pair_differences";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("category", false),
             utf8("agent", false),
@@ -449,8 +513,15 @@ pub struct AnomalyRow {
     pub detail: String,
 }
 
-impl AnomalyRow {
-    pub fn fields() -> Vec<FieldRef> {
+impl Table for AnomalyRow {
+    const NAME: &'static str = "anomalies";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
         vec![
             utf8("kind", false),
             utf8("category", false),

@@ -1,7 +1,10 @@
-//! Parquet encoding of the record tables: explicit Arrow fields, ZSTD(3), plain `Utf8` strings,
-//! timestamps as `Timestamp(Microsecond, "UTC")`, and the schema version in the Parquet file's
-//! key-value metadata (`agentrank.schema_version`, `agentrank.table`), where DuckDB and pyarrow both see
-//! it. Rows are sorted by a stable key before writing so the same rows give the same bytes.
+//! Parquet encoding of every table AgentRank writes, the bundle's record tables and the analysis
+//! tables: explicit Arrow fields, plain `Utf8` strings, timestamps as `Timestamp(Microsecond, "UTC")`,
+//! and the format's schema version in the Parquet file's key-value metadata (`agentrank.schema_version`
+//! or `agentrank.analysis_schema_version`, and `agentrank.table`), where DuckDB and pyarrow both see it.
+//! Each table belongs to a [`TableFormat`] (its version and encoding settings); one writer and one reader
+//! serve both. Bundle rows are sorted by a stable key before writing so the same rows give the same
+//! bytes; analysis rows are written in the order the analysis derives them ([`write_rows`]).
 
 use crate::SCHEMA_VERSION;
 use arrow_array::{RecordBatch, new_null_array};
@@ -20,13 +23,54 @@ pub const META_SCHEMA_VERSION: &str = "agentrank.schema_version";
 /// Key-value metadata key holding the table name.
 pub const META_TABLE: &str = "agentrank.table";
 
-/// Rows per Parquet row group.
+/// Rows per Parquet row group (bundle tables).
 const ROW_GROUP_ROWS: usize = 128 * 1024;
 
-/// A bundle table's row type.
+/// A family of tables sharing one schema version and one encoding.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TableFormat {
+    /// The key-value metadata key holding the version.
+    pub version_key: &'static str,
+    /// The version this code writes and reads up to (`MAJOR.MINOR`).
+    pub version: &'static str,
+    encoding: Encoding,
+}
+
+/// How a format's files are encoded.
+#[derive(Debug, PartialEq, Eq)]
+enum Encoding {
+    /// ZSTD(3), chunk statistics, row groups of [`ROW_GROUP_ROWS`].
+    Records,
+    /// ZSTD(1), no dictionaries, the writer's default statistics and row groups: the analysis tables
+    /// are small (kilobytes to a few megabytes), and plain encoding with light compression costs a
+    /// fraction of dictionaries and level 3 to write, for files a few percent larger.
+    Small,
+}
+
+/// The bundle's record tables (`attempts`, `tool_calls`, …), at [`SCHEMA_VERSION`].
+pub const BUNDLE_FORMAT: TableFormat = TableFormat {
+    version_key: META_SCHEMA_VERSION,
+    version: SCHEMA_VERSION,
+    encoding: Encoding::Records,
+};
+
+/// Key-value metadata key holding the analysis tables' version.
+pub const META_ANALYSIS_SCHEMA_VERSION: &str = "agentrank.analysis_schema_version";
+
+/// The analysis tables (`completion`, `cells`, …), at
+/// [`ANALYSIS_SCHEMA_VERSION`](crate::analysis::ANALYSIS_SCHEMA_VERSION).
+pub const ANALYSIS_FORMAT: TableFormat = TableFormat {
+    version_key: META_ANALYSIS_SCHEMA_VERSION,
+    version: crate::analysis::ANALYSIS_SCHEMA_VERSION,
+    encoding: Encoding::Small,
+};
+
+/// A table's row type (a bundle table unless it names another format).
 pub trait Table: Serialize + DeserializeOwned + Sized {
     /// The table name; the file is `<NAME>.parquet`.
     const NAME: &'static str;
+    /// The format the table belongs to.
+    const FORMAT: &'static TableFormat = &BUNDLE_FORMAT;
     /// The explicit Arrow fields, in column order.
     fn fields() -> Vec<Field>;
     /// The key rows are sorted by before writing (unique per row within a bundle).
@@ -86,8 +130,11 @@ pub enum TableError {
         table: &'static str,
         source: arrow_schema::ArrowError,
     },
-    #[error("table {table}: the file has no `{META_SCHEMA_VERSION}` metadata")]
-    MissingVersion { table: &'static str },
+    #[error("table {table}: the file has no `{key}` metadata")]
+    MissingVersion {
+        table: &'static str,
+        key: &'static str,
+    },
     #[error("table {table}: the file is table {found:?}, not {table}")]
     WrongTable { table: &'static str, found: String },
     #[error(
@@ -128,8 +175,8 @@ pub fn version_readable(found: &str, current: &str) -> Result<(), &'static str> 
     Ok(())
 }
 
-fn current_major() -> u32 {
-    parse_version(SCHEMA_VERSION).map_or(0, |v| v.0)
+fn current_major(format: &TableFormat) -> u32 {
+    parse_version(format.version).map_or(0, |v| v.0)
 }
 
 /// Sorts `rows` by their key and converts them to one Arrow record batch with the table's schema.
@@ -142,10 +189,20 @@ pub fn to_record_batch<T: Table>(rows: &mut [T]) -> Result<RecordBatch, TableErr
     })
 }
 
-/// The writer properties every table uses.
+/// The writer properties every bundle table uses.
 pub fn writer_properties(table: &str, extra: &[(String, String)]) -> WriterProperties {
+    format_properties(&BUNDLE_FORMAT, table, extra)
+}
+
+/// The writer properties of a table of `format`: the format's version and the table name first in the
+/// key-value metadata, then `extra`.
+pub fn format_properties(
+    format: &TableFormat,
+    table: &str,
+    extra: &[(String, String)],
+) -> WriterProperties {
     let mut kv = vec![
-        KeyValue::new(META_SCHEMA_VERSION.to_string(), SCHEMA_VERSION.to_string()),
+        KeyValue::new(format.version_key.to_string(), format.version.to_string()),
         KeyValue::new(META_TABLE.to_string(), table.to_string()),
     ];
     kv.extend(
@@ -153,18 +210,38 @@ pub fn writer_properties(table: &str, extra: &[(String, String)]) -> WriterPrope
             .iter()
             .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
     );
-    WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_key_value_metadata(Some(kv))
-        .build()
+    let builder = WriterProperties::builder();
+    let builder = match format.encoding {
+        Encoding::Records => builder
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS)),
+        Encoding::Small => builder
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
+            .set_dictionary_enabled(false),
+    };
+    builder.set_key_value_metadata(Some(kv)).build()
 }
 
 /// Encodes `rows` (sorted in place by their key) as a complete Parquet file in memory.
 pub fn write_parquet<T: Table>(rows: &mut [T]) -> Result<Vec<u8>, TableError> {
     let batch = to_record_batch(rows)?;
     write_batches::<T>(std::slice::from_ref(&batch), &[])
+}
+
+/// Encodes `rows` in the order given as a complete Parquet file in memory, with extra key-value
+/// metadata (the analysis tables, whose order is the analysis's).
+pub fn write_rows<T: Table>(
+    rows: &[T],
+    extra_metadata: &[(String, String)],
+) -> Result<Vec<u8>, TableError> {
+    let fields: Vec<FieldRef> = T::fields().into_iter().map(Arc::new).collect();
+    let batch =
+        serde_arrow::to_record_batch(&fields, &rows).map_err(|source| TableError::Encode {
+            table: T::NAME,
+            source,
+        })?;
+    write_batches::<T>(std::slice::from_ref(&batch), extra_metadata)
 }
 
 /// Encodes already-built batches of `T`'s schema as a Parquet file, with extra key-value metadata.
@@ -174,7 +251,7 @@ pub fn write_batches<T: Table>(
 ) -> Result<Vec<u8>, TableError> {
     let schema = Arc::new(T::arrow_schema());
     let mut out = Vec::new();
-    let props = writer_properties(T::NAME, extra_metadata);
+    let props = format_properties(T::FORMAT, T::NAME, extra_metadata);
     let perr = |source| TableError::Parquet {
         table: T::NAME,
         source,
@@ -196,7 +273,11 @@ fn file_metadata<T: Table>(
         kv.and_then(|kv| kv.iter().find(|e| e.key == key))
             .and_then(|e| e.value.clone())
     };
-    let version = get(META_SCHEMA_VERSION).ok_or(TableError::MissingVersion { table: T::NAME })?;
+    let key = T::FORMAT.version_key;
+    let version = get(key).ok_or(TableError::MissingVersion {
+        table: T::NAME,
+        key,
+    })?;
     Ok((version, get(META_TABLE)))
 }
 
@@ -272,14 +353,15 @@ pub fn read_parquet<T: Table>(bytes: bytes::Bytes) -> Result<Vec<T>, TableError>
             found,
         });
     }
-    version_readable(&version, SCHEMA_VERSION).map_err(|hint| TableError::UnsupportedVersion {
+    let current = T::FORMAT.version;
+    version_readable(&version, current).map_err(|hint| TableError::UnsupportedVersion {
         table: T::NAME,
         found: version.clone(),
-        major: current_major(),
-        current: SCHEMA_VERSION,
+        major: current_major(T::FORMAT),
+        current,
         hint,
     })?;
-    let older_minor = version != SCHEMA_VERSION;
+    let older_minor = version != current;
     let file_schema = builder.schema().clone();
     check_schema::<T>(&file_schema, older_minor)?;
     let reader = builder.build().map_err(perr)?;

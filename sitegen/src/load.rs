@@ -6,10 +6,9 @@
 use crate::input::*;
 use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::table::{Table, read_parquet};
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, PrivateAttestation};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
@@ -525,25 +524,15 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
     })
 }
 
-fn read_table<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Vec<T>, LoadError> {
-    let path = dir.join(format!("{name}.parquet"));
+/// Reads one analysis table through the schema crate's reader, which checks its table name, its
+/// analysis schema version and its Arrow schema.
+fn read_table<T: Table>(dir: &Path) -> Result<Vec<T>, LoadError> {
+    let path = dir.join(format!("{}.parquet", T::NAME));
     let bytes = fs::read(&path).map_err(io(&path))?;
-    let fmt = |message: String| LoadError::Format {
+    read_parquet::<T>(Bytes::from(bytes)).map_err(|e| LoadError::Format {
         path: path.clone(),
-        message,
-    };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes))
-        .map_err(|e| fmt(e.to_string()))?
-        .build()
-        .map_err(|e| fmt(e.to_string()))?;
-    let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| fmt(e.to_string()))?;
-        let mut part: Vec<T> =
-            serde_arrow::from_record_batch(&batch).map_err(|e| fmt(e.to_string()))?;
-        rows.append(&mut part);
-    }
-    Ok(rows)
+        message: e.to_string(),
+    })
 }
 
 fn interval(p: Option<f64>, lo: Option<f64>, hi: Option<f64>) -> Option<Interval> {
@@ -625,18 +614,18 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             path: doc_path.clone(),
             message: e.to_string(),
         })?;
-    let completion: Vec<an::CompletionRow> = read_table(dir, "completion")?;
-    let gates: Vec<an::GateRow> = read_table(dir, "gates")?;
-    let first_try: Vec<an::FirstTryRow> = read_table(dir, "first_try")?;
-    let attributes: Vec<an::AttributeRow> = read_table(dir, "attributes")?;
-    let latency: Vec<an::LatencyRow> = read_table(dir, "latency")?;
-    let agreement: Vec<an::AgreementRow> = read_table(dir, "agreement")?;
-    let anomalies: Vec<an::AnomalyRow> = read_table(dir, "anomalies")?;
-    let separation: Vec<an::SeparationRow> = read_table(dir, "separation")?;
+    let completion: Vec<an::CompletionRow> = read_table(dir)?;
+    let gates: Vec<an::GateRow> = read_table(dir)?;
+    let first_try: Vec<an::FirstTryRow> = read_table(dir)?;
+    let attributes: Vec<an::AttributeRow> = read_table(dir)?;
+    let latency: Vec<an::LatencyRow> = read_table(dir)?;
+    let agreement: Vec<an::AgreementRow> = read_table(dir)?;
+    let anomalies: Vec<an::AnomalyRow> = read_table(dir)?;
+    let separation: Vec<an::SeparationRow> = read_table(dir)?;
     // Added in analysis schema 1.2: an older analysis has no paired differences, a newer one must.
     let pair_differences: Vec<an::PairDifferenceRow> =
         if dir.join("pair_differences.parquet").is_file() || !older_than_1_2(&doc.schema_version) {
-            read_table(dir, "pair_differences")?
+            read_table(dir)?
         } else {
             Vec::new()
         };
