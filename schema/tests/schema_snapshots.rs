@@ -1,6 +1,10 @@
-//! Snapshots of every table's Arrow schema and of the manifest: a change to the on-disk contract shows
-//! up here and must come with a schema version decision.
+//! Snapshots of every table's Arrow schema (the bundle's and the analysis's) and of the manifest: a
+//! change to the on-disk contract shows up here and must come with a schema version decision.
 
+use agentrank_schema::analysis::{
+    AgreementRow, AnomalyRow, AttributeRow, CellRow, CompletionRow, FirstTryRow, GateRow,
+    LatencyRow, PairDifferenceRow, SeparationRow,
+};
 use agentrank_schema::manifest::Manifest;
 use agentrank_schema::records::{
     AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
@@ -9,11 +13,13 @@ use agentrank_schema::records::{
 use agentrank_schema::table::Table;
 
 fn describe<T: Table>() -> String {
-    let mut s = format!(
-        "table {} (schema {})\n",
-        T::NAME,
-        agentrank_schema::SCHEMA_VERSION
-    );
+    describe_as::<T>("table", "schema")
+}
+
+/// `kind` and `version` name the format in the first line: `table … (schema …)` for the bundle's
+/// tables, `analysis table … (analysis schema …)` for the analysis's.
+fn describe_as<T: Table>(kind: &str, version: &str) -> String {
+    let mut s = format!("{kind} {} ({version} {})\n", T::NAME, T::FORMAT.version);
     for f in T::fields() {
         s.push_str(&format!(
             "  {:<26} {:<32} {}\n",
@@ -38,6 +44,23 @@ fn arrow_schemas() {
     insta::assert_snapshot!("probes", describe::<ProbeRecord>());
     insta::assert_snapshot!("fixture_health", describe::<FixtureHealthRecord>());
     insta::assert_snapshot!("task_instances", describe::<TaskInstanceRecord>());
+}
+
+#[test]
+fn analysis_arrow_schemas() {
+    fn d<T: Table>() -> String {
+        describe_as::<T>("analysis table", "analysis schema")
+    }
+    insta::assert_snapshot!("analysis_completion", d::<CompletionRow>());
+    insta::assert_snapshot!("analysis_cells", d::<CellRow>());
+    insta::assert_snapshot!("analysis_first_try", d::<FirstTryRow>());
+    insta::assert_snapshot!("analysis_agreement", d::<AgreementRow>());
+    insta::assert_snapshot!("analysis_gates", d::<GateRow>());
+    insta::assert_snapshot!("analysis_attributes", d::<AttributeRow>());
+    insta::assert_snapshot!("analysis_latency", d::<LatencyRow>());
+    insta::assert_snapshot!("analysis_separation", d::<SeparationRow>());
+    insta::assert_snapshot!("analysis_pair_differences", d::<PairDifferenceRow>());
+    insta::assert_snapshot!("analysis_anomalies", d::<AnomalyRow>());
 }
 
 #[test]
