@@ -129,24 +129,9 @@ pub struct Structural {
     pub budget_refusals: BTreeMap<(String, String), BudgetRefusal>,
 }
 
-/// A gate that refused an agent's scored attempts in a category before they ran.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct BudgetRefusal {
-    /// `leak` or `null_baseline`.
-    pub gate: String,
-    /// `INSUFFICIENT_SURFACE`, `KILL` or `INDETERMINATE`.
-    pub verdict: String,
-    pub reason: String,
-    pub detail: String,
-    /// Core tasks before and after the quarantine, and the agent's null Completions.
-    pub core_tasks: u64,
-    pub admitted_tasks: u64,
-    pub nulls: BTreeMap<String, Option<f64>>,
-    /// Scored slots left unrun.
-    pub skipped_slots: u64,
-    /// The category's servers (one refused cell each).
-    pub servers: BTreeSet<String>,
-}
+/// A gate that refused an agent's scored attempts in a category before they ran (its type lives with
+/// the gates).
+pub use agentrank_gates::BudgetRefusal;
 
 /// Everything one analysis input provides.
 #[derive(Clone, Debug, Default)]

@@ -15,7 +15,6 @@
 pub mod analysis;
 pub mod bootstrap;
 mod dense;
-pub mod gates;
 pub mod history;
 pub mod input;
 pub mod load;
@@ -28,4 +27,6 @@ pub mod stats;
 pub mod synthetic;
 pub mod write;
 
+/// The validity gates and their refusals live in their own crate, shared with the runner.
+pub use agentrank_gates as gates;
 pub use analysis::{Analysis, AnalysisError, Config, analyze};

@@ -20,7 +20,7 @@
 
 use crate::plan::{BUILTIN_AGENTS, is_null_model};
 use crate::sweep::{MAX_RERUNS, Specs, SweepError};
-use agentrank_analyze::gates::{MIN_SURFACE, NULL_RATIO, leak_gate, surface_gate};
+use agentrank_gates::{MIN_SURFACE, NULL_RATIO, leak_gate, surface_gate};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::manifest::BudgetGateRecord;
 use agentrank_schema::records::AttemptRecord;

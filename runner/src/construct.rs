@@ -18,7 +18,7 @@ pub fn categories_needing(
     staging: &Staging,
     batch: u32,
 ) -> Result<Vec<String>, SweepError> {
-    use agentrank_analyze::gates::{ConstructRegistration, Trial, construct_gate};
+    use agentrank_gates::{ConstructRegistration, Trial, construct_gate};
     let trial = |a: &AttemptRecord| match a.outcome.headline_pass() {
         Some(true) => Trial::Pass,
         Some(false) => Trial::Fail,

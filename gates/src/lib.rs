@@ -1,11 +1,18 @@
-//! The validity gates (Fitness Report, adapted as DESIGN.md "How the seeds fit together" §2 says), each a
-//! pure function from the counts it sees to a [`GateResult`]: passed, refused (with its outcome name,
-//! reason string, counts, threshold, alpha and p-value), or not run because the input carries no data for
-//! it. A refusal is a row, never a blank.
+//! AgentRank's validity gates (Fitness Report, adapted as DESIGN.md "How the seeds fit together" §2
+//! says), in one crate that both the runner and the analysis depend on: the runner asks them before it
+//! spends budget (the leak, surface and null-baseline gates before the scored attempts, the construct
+//! gate before each registered extension batch) and the analysis publishes them.
+//!
+//! Each gate is a pure function from the counts it sees to a [`GateResult`]: passed, refused (with its
+//! outcome name, reason string, counts, threshold, alpha and p-value), or not run because the input
+//! carries no data for it. A refusal is a row, never a blank. [`stats`] holds the formulas the gates
+//! need (the exact binomial tail and its power, the Wilson interval).
 
-use crate::stats::Z95;
-use crate::stats::binomial::{PublishedVerdict, Verdict, binom_cdf, published_verdict};
+pub mod stats;
+
 use serde_json::{Value, json};
+use stats::Z95;
+use stats::binomial::{PublishedVerdict, Verdict, binom_cdf, published_verdict};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Minimum core tasks in a category's suite.
@@ -303,9 +310,28 @@ pub fn smoke_gate(
     g
 }
 
+/// A gate that refused an agent's scored attempts in a category before they ran.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BudgetRefusal {
+    /// `leak` or `null_baseline`.
+    pub gate: String,
+    /// `INSUFFICIENT_SURFACE`, `KILL` or `INDETERMINATE`.
+    pub verdict: String,
+    pub reason: String,
+    pub detail: String,
+    /// Core tasks before and after the quarantine, and the agent's null Completions.
+    pub core_tasks: u64,
+    pub admitted_tasks: u64,
+    pub nulls: BTreeMap<String, Option<f64>>,
+    /// Scored slots left unrun.
+    pub skipped_slots: u64,
+    /// The category's servers (one refused cell each).
+    pub servers: BTreeSet<String>,
+}
+
 /// A gate the sweep checked before an agent's scored attempts in a category and that refused them
 /// (gates before budget): the same gate name and verdict as the analysis's own, with the sweep's counts.
-pub fn budget_gate(agent: &str, r: &crate::input::BudgetRefusal) -> GateResult {
+pub fn budget_gate(agent: &str, r: &BudgetRefusal) -> GateResult {
     let gate: &'static str = if r.gate == "leak" {
         "surface"
     } else {
