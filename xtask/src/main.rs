@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask test`: installs what the tests need when it is missing — Debian packages with
 //!   `apt-get`, Python packages into `.cache/venv`, npm packages into `.cache/npm`, as declared per area in
-//!   `xtask/needs.toml` — runs each area's `prepare` commands, then `cargo clippy` and every workspace test.
+//!   `xtask/needs.toml` — runs each area's `prepare` commands, then `cargo clippy`, builds every binary (the
+//!   end-to-end tests drive them) and runs every workspace test.
 //! - `cargo xtask demo`: the main job on the built-in default: install the demo servers, run the demo
 //!   sweep, analyse it and render the site.
 
@@ -195,11 +196,34 @@ fn test(args: &[String]) -> Result<()> {
         env(&mut c);
         run(&mut c)?;
     }
+    // The end-to-end tests (`e2e/`) drive the binaries, which only their own packages' tests get
+    // built for them: build every binary first, in the profile the tests use.
+    let mut c = Command::new("cargo");
+    c.args(["build", "--workspace", "--bins"]);
+    c.args(profile_args(args));
+    env(&mut c);
+    run(&mut c)?;
     let mut c = Command::new("cargo");
     c.args(["test", "--workspace"]);
     c.args(args.iter().filter(|a| *a != "--no-clippy"));
     env(&mut c);
     run(&mut c)
+}
+
+/// The profile options among `cargo xtask test`'s arguments for cargo (`--release`, `--profile <p>`,
+/// `--profile=<p>`; those after `--` are the test binaries' own).
+fn profile_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter().take_while(|a| *a != "--");
+    while let Some(a) = it.next() {
+        if a == "--release" || a.starts_with("--profile=") {
+            out.push(a.clone());
+        } else if a == "--profile" {
+            out.push(a.clone());
+            out.extend(it.next().cloned());
+        }
+    }
+    out
 }
 
 /// The committed real-model bundle (`sweeps/local-model.toml`), shown by the demo's site once sealed.

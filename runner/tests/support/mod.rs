@@ -2,8 +2,6 @@
 //! cache the tests share, and launch contexts for real servers.
 #![allow(dead_code)]
 
-pub mod bundles;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

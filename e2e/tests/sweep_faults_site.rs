@@ -15,6 +15,8 @@
 //! Needs root for the sandbox (as every sweep test).
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use agentrank_analyze::{Config, analyze, gates::ConstructRegistration};
 use agentrank_runner::catalog::snapshot::task_sha256;
 use agentrank_runner::roster::Roster;
@@ -40,7 +42,7 @@ fn root() -> &'static Path {
 }
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/misbehaving_server.py")
+    root().join("runner/tests/support/misbehaving_server.py")
 }
 
 /// The modes the misbehaving server documents (its docstring's `Modes` list).
@@ -269,7 +271,7 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
     .unwrap();
 
     let out_dir = base.join("out");
-    let child = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let child = Command::new(support::agentrank_run())
         .current_dir(root())
         .arg("sweep")
         .arg(&sweep)
@@ -307,7 +309,7 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
 
     // The bundle verifies, by the library and by the runner's own command.
     assert_eq!(verify_bundle(&bundle).unwrap(), vec![]);
-    let verify = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let verify = Command::new(support::agentrank_run())
         .arg("verify")
         .arg(&bundle)
         .output()

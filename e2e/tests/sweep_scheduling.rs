@@ -9,6 +9,8 @@
 //! one scripted endpoint (Ollama's `/api/chat` format) whose policy is chosen by the model name. Needs
 //! the server installed (`cargo xtask test` does it) and root for the sandbox.
 
+mod support;
+
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle, verify_bundle};
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
@@ -148,7 +150,7 @@ fn run(tmp: &Path, sweep: &str, agents: &[&str]) -> (PathBuf, LoadedBundle, Vec<
             };
         }
     });
-    let out = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let out = Command::new(support::agentrank_run())
         .current_dir(root)
         .arg("sweep")
         .arg(&sweep_file)

@@ -63,7 +63,7 @@ fn root() -> PathBuf {
 }
 
 fn runner() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentrank-run"));
+    let mut c = Command::new(support::agentrank_run());
     c.current_dir(root());
     c
 }
@@ -510,7 +510,7 @@ struct Submitted {
 /// The operator's shell for submitting: in the directory with the plan, `agentrank-run` on `PATH`, and
 /// the paths the scripts read (the jobs inherit this environment, Slurm's default).
 fn operator(cluster: &Cluster, program: &str, work: &Path) -> Command {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let bin_dir = support::agentrank_run()
         .parent()
         .expect("bin dir")
         .to_path_buf();

@@ -60,7 +60,7 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         .map(PathBuf::from)
         .unwrap_or_else(|_| demo_on_reference_servers(out.path()));
     let cache = support::cache_dir();
-    let run = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let run = Command::new(support::agentrank_run())
         .current_dir(root)
         .arg("sweep")
         .arg(&sweep_file)

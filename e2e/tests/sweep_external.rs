@@ -7,6 +7,8 @@
 //!
 //! Needs the server installed (`cargo xtask test` does it) and root for the sandbox.
 
+mod support;
+
 use agentrank_runner::agents::SYSTEM_PROMPT;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
@@ -131,7 +133,7 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
         }
     });
 
-    let out = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let out = Command::new(support::agentrank_run())
         .current_dir(root)
         .arg("sweep")
         .arg(&sweep)
