@@ -5,10 +5,14 @@
 //!
 //! Each gate is a pure function from the counts it sees to a [`GateResult`]: passed, refused (with its
 //! outcome name, reason string, counts, threshold, alpha and p-value), or not run because the input
-//! carries no data for it. A refusal is a row, never a blank. [`stats`] holds the formulas the gates
-//! need (the exact binomial tail and its power, the Wilson interval).
+//! carries no data for it. A refusal is a row, never a blank. [`smoke`] holds the smoke gate with the
+//! runner's control rows; [`stats`] the formulas the gates need (the exact binomial tail and its power,
+//! the Wilson interval).
 
+pub mod smoke;
 pub mod stats;
+
+pub use smoke::smoke_gate;
 
 use serde_json::{Value, json};
 use stats::Z95;
@@ -220,93 +224,6 @@ pub fn surface_gate(core_before: usize, quarantined: usize) -> GateResult {
         .count("quarantined", quarantined as i64)
         .count("admitted", admitted as i64);
     g.threshold = Some(MIN_SURFACE as f64);
-    g
-}
-
-/// Smoke: every smoke task of the reference server must pass, or the sweep is void.
-/// `results`: smoke task → (passes, countable, attempt ids).
-pub fn smoke_gate(
-    reference_server: Option<&str>,
-    results: &BTreeMap<String, (usize, usize, Vec<String>)>,
-    expected: &BTreeSet<String>,
-    strict: bool,
-) -> GateResult {
-    let Some(server) = reference_server else {
-        return if strict {
-            GateResult::new(
-                "smoke",
-                GateStatus::Refused,
-                "SWEEP_VOID",
-                "no_reference_server",
-                "The category names no reference server, so its smoke tasks could not run; the sweep is void.".into(),
-            )
-        } else {
-            GateResult::new(
-                "smoke",
-                GateStatus::NotRun,
-                "NOT_RUN",
-                "no_reference_server_in_input",
-                "The input names no reference server; the smoke gate was not run.".into(),
-            )
-        };
-    };
-    let mut failed = Vec::new();
-    let mut missing = Vec::new();
-    let mut ids = Vec::new();
-    for t in expected {
-        match results.get(t) {
-            Some((p, n, i)) => {
-                ids.extend(i.iter().cloned());
-                if *n == 0 || p != n {
-                    failed.push(t.clone());
-                }
-            }
-            None => missing.push(t.clone()),
-        }
-    }
-    let total_pass: usize = results.values().map(|r| r.0).sum();
-    let total_n: usize = results.values().map(|r| r.1).sum();
-    let mut g = if !failed.is_empty() || (!missing.is_empty() && strict) {
-        GateResult::new(
-            "smoke",
-            GateStatus::Refused,
-            "SWEEP_VOID",
-            if failed.is_empty() {
-                "smoke_task_not_run"
-            } else {
-                "smoke_task_failed"
-            },
-            format!(
-                "Reference server {server}: smoke tasks failed [{}] or not run [{}]; the sweep is void.",
-                failed.join(", "),
-                missing.join(", ")
-            ),
-        )
-    } else if results.is_empty() {
-        GateResult::new(
-            "smoke",
-            GateStatus::NotRun,
-            "NOT_RUN",
-            "no_smoke_attempts_in_input",
-            "The input holds no reference-agent smoke attempts.".into(),
-        )
-    } else {
-        GateResult::new(
-            "smoke",
-            GateStatus::Passed,
-            "PROCEED",
-            "smoke_passed",
-            format!("Reference server {server} passed every smoke task."),
-        )
-    };
-    g = g
-        .count("passes", total_pass as i64)
-        .count("attempts", total_n as i64)
-        .count("failed", Value::from(failed))
-        .count("missing", Value::from(missing));
-    g.server = Some(server.to_string());
-    ids.sort();
-    g.attempt_ids = ids;
     g
 }
 
@@ -744,42 +661,6 @@ mod tests {
         assert_eq!(g.counts["admitted"], Value::from(7));
         // Exactly 8 admitted is enough.
         assert_eq!(surface_gate(10, 2).status, GateStatus::Passed);
-    }
-
-    #[test]
-    fn smoke_outcomes() {
-        let expected = BTreeSet::from(["db-count".to_string()]);
-        let mut r = BTreeMap::new();
-        r.insert("db-count".to_string(), (2, 2, strs(&["x", "y"])));
-        let g = smoke_gate(Some("ref"), &r, &expected, true);
-        assert_eq!(
-            (g.status, g.reason.as_str()),
-            (GateStatus::Passed, "smoke_passed")
-        );
-        r.insert("db-count".to_string(), (1, 2, strs(&["x", "y"])));
-        let g = smoke_gate(Some("ref"), &r, &expected, true);
-        assert_eq!(
-            (g.status, g.outcome.as_str(), g.reason.as_str()),
-            (GateStatus::Refused, "SWEEP_VOID", "smoke_task_failed")
-        );
-        let g = smoke_gate(Some("ref"), &BTreeMap::new(), &expected, true);
-        assert_eq!(
-            (g.outcome.as_str(), g.reason.as_str()),
-            ("SWEEP_VOID", "smoke_task_not_run")
-        );
-        let g = smoke_gate(None, &BTreeMap::new(), &expected, true);
-        assert_eq!(
-            (g.outcome.as_str(), g.reason.as_str()),
-            ("SWEEP_VOID", "no_reference_server")
-        );
-        assert_eq!(
-            smoke_gate(None, &BTreeMap::new(), &expected, false).status,
-            GateStatus::NotRun
-        );
-        assert_eq!(
-            smoke_gate(Some("ref"), &BTreeMap::new(), &expected, false).status,
-            GateStatus::NotRun
-        );
     }
 
     fn nulls(

@@ -7,6 +7,7 @@ use crate::catalog::{Catalog, load_catalog_dir};
 use crate::plan::{make_plan, rerun_slot, shard_of};
 use crate::roster::Roster;
 use crate::sandbox::BackendKind;
+use agentrank_gates::smoke::{SmokeAttempt, smoke_control};
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{Staging, verify_bundle};
 use agentrank_schema::manifest::{
@@ -997,7 +998,8 @@ fn keep_model_logs(
 }
 
 /// The smoke gate (task spec §5) read from what is staged: one `smoke` control row per smoke task of
-/// each category's reference server with the reference agent. Returns the rows and the failures.
+/// each category's reference server with the reference agent, as `agentrank_gates::smoke` decides it
+/// from the staged attempts. Returns the rows and the failures.
 pub fn smoke_gate(
     plan: &Plan,
     specs: &Specs,
@@ -1017,8 +1019,7 @@ pub fn smoke_gate(
         if kind != SlotKind::Scored || agent != "reference" || !is_reference || !is_smoke {
             continue;
         }
-        let mut outcome = None;
-        let mut attempt_id = String::new();
+        let mut attempts = Vec::new();
         for slot in &slots {
             for rerun in 0..=MAX_RERUNS {
                 let s = if rerun == 0 {
@@ -1028,31 +1029,30 @@ pub fn smoke_gate(
                 };
                 if staging.is_staged(&s.attempt_id) {
                     let unit = staging.read_unit(&s.attempt_id)?;
-                    if let Some(a) = unit.attempts.first()
-                        && outcome != Some(OutcomeClass::Pass)
-                    {
-                        outcome = Some(a.outcome);
-                        attempt_id = a.attempt_id.clone();
+                    if let Some(a) = unit.attempts.first() {
+                        attempts.push(SmokeAttempt {
+                            attempt_id: a.attempt_id.clone(),
+                            outcome: a.outcome,
+                        });
                     }
                 }
             }
         }
-        let passed = outcome == Some(OutcomeClass::Pass);
-        if !passed {
+        let control = smoke_control(&attempts);
+        if !control.passed {
             failures.push(format!("{category}/{server}/{task}"));
         }
         rows.push(ControlRecord {
-            attempt_id,
+            attempt_id: control.attempt_id,
             control_kind: "smoke".into(),
             category,
             agent_id: agent,
             server_id: Some(server),
             task_id: task,
-            outcome: outcome.unwrap_or(OutcomeClass::HarnessError),
-            passed,
-            consequence: (!passed).then(|| "sweep void".to_string()),
-            detail: "smoke task of the category's reference server, reference agent (task spec §5)"
-                .into(),
+            outcome: control.outcome,
+            passed: control.passed,
+            consequence: control.consequence.map(str::to_string),
+            detail: control.detail.into(),
         });
     }
     Ok((rows, failures))

@@ -240,25 +240,24 @@ pub(super) fn smoke_gate_for(
     if expected.is_empty() {
         return None;
     }
-    let mut results: BTreeMap<String, (usize, usize, Vec<String>)> = BTreeMap::new();
+    let mut smoke: BTreeMap<String, Vec<gates::smoke::SmokeAttempt>> = BTreeMap::new();
     if let Some(rs) = reference_server {
         for a in attempts
             .iter()
             .filter(|a| a.role == Role::Reference && a.server == rs && expected.contains(&a.task))
         {
-            let e = results.entry(a.task.clone()).or_default();
-            e.2.push(a.attempt_id.clone());
-            if let Some(p) = a.outcome.headline_pass() {
-                e.1 += 1;
-                if p {
-                    e.0 += 1;
-                }
-            }
+            smoke
+                .entry(a.task.clone())
+                .or_default()
+                .push(gates::smoke::SmokeAttempt {
+                    attempt_id: a.attempt_id.clone(),
+                    outcome: a.outcome,
+                });
         }
     }
     Some(gates::smoke_gate(
         reference_server,
-        &results,
+        &smoke,
         &expected,
         input.strict_gates,
     ))
