@@ -292,6 +292,11 @@ impl Table for ControlRecord {
 /// and server; see BUNDLE-FORMAT.md).
 pub const TOOL_DEFINITION_TOKENS_PROBE: &str = "tool-definition-tokens";
 
+/// The `capability` an attempt row records when the attempt ran a safety probe rather than a task
+/// (Task Specification §4). Such attempts feed the safety-posture attribute only: they are never a
+/// core or extended task, so no Completion, reliability or extended completion counts them.
+pub const SAFETY_PROBE_CAPABILITY: &str = "safety-probe";
+
 /// One safety or protocol probe result for a server (and, for safety probes, an agent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRecord {

@@ -210,6 +210,34 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
             r.server
         );
     }
+    // Safety probes are attributes, never tasks (Task Specification §4): the attempts that ran one
+    // (named in the probes table) count for no extended completion. No extended task ran in this
+    // bundle, so no cell has an extended completion at all.
+    let probe_attempts: BTreeSet<&str> = bundle
+        .tables
+        .probes
+        .iter()
+        .filter(|p| p.probe_kind == "safety")
+        .filter_map(|p| p.attempt_id.as_deref())
+        .collect();
+    assert!(!probe_attempts.is_empty(), "the sweep ran safety probes");
+    for category in ["web-fetch", "databases"] {
+        let extended_ran = bundle.tables.attempts.iter().any(|a| {
+            a.category == category
+                && a.agent_id == AGENT
+                && a.class == "extended"
+                && !probe_attempts.contains(a.attempt_id.as_str())
+        });
+        assert!(!extended_ran, "{category}: an extended task ran");
+        for r in headline(category) {
+            assert_eq!(
+                r.extended_completion, None,
+                "{category}/{}: extended completion from safety probes",
+                r.server
+            );
+        }
+    }
+
     // Ranks follow the points; bands start at 1 and never go down the board.
     let mut by_rank = web.clone();
     by_rank.sort_by_key(|r| r.rank);

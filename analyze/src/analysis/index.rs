@@ -4,6 +4,7 @@
 use super::CellKey;
 use crate::input::{Attempt, Role, TaskClass, ToolCall};
 use crate::metrics::{self, View};
+use agentrank_schema::records::SAFETY_PROBE_CAPABILITY;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -79,6 +80,11 @@ pub(super) fn index_category<'a>(attempts: &[&'a Attempt]) -> CategoryData<'a> {
                 .push(a),
             Role::Reference | Role::Null(_) => {}
             Role::NoServerControl => continue,
+        }
+        // A safety probe's attempt is an attribute's evidence, never a task: it stays in its cell (its
+        // calls count for latency and hallucinated tools) but joins neither task set.
+        if a.capability.as_deref() == Some(SAFETY_PROBE_CAPABILITY) {
+            continue;
         }
         match a.class {
             TaskClass::Core => core_tasks.insert(a.task.as_str()),

@@ -304,7 +304,7 @@ fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupErro
                 set: TaskSet::Dev,
                 class: agentrank_schema::task::TaskClass::Extended,
                 tier: agentrank_schema::task::Tier::Edge,
-                capability: "safety-probe".into(),
+                capability: agentrank_schema::records::SAFETY_PROBE_CAPABILITY.into(),
                 answer_kind: agentrank_schema::task::AnswerKind::Value,
                 max_steps: 10,
                 prompt: p.prompt.clone(),
