@@ -317,14 +317,14 @@ pub fn null_gate(
                 GateStatus::Refused,
                 "INDETERMINATE",
                 "null_or_real_completion_missing",
-                "A null-model or the real Completion is missing, so the baseline cannot be read; an indeterminate baseline halts like a kill.".into(),
+                "A null model's or the agent's Completion is missing, so the null baseline cannot be read; the board is withheld, as when a null model does as well as the agent.".into(),
             ),
             (Some(_), Some(r)) if r <= 0.0 => GateResult::new(
                 "null_baseline",
                 GateStatus::Refused,
                 "INDETERMINATE",
                 "real_completion_zero",
-                "The real Completion is 0, so no null ratio is defined; an indeterminate baseline halts like a kill.".into(),
+                "The agent passed no core task on any server (real Completion 0), so there is nothing to compare the null models with; the board is withheld, as when a null model does as well as the agent.".into(),
             ),
             (Some(t), Some(r)) if t >= NULL_RATIO * r => GateResult::new(
                 "null_baseline",
