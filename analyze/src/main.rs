@@ -1,20 +1,15 @@
 //! `agentrank-analyze INPUT… [--seed N] [--resamples B] --out DIR`: the command-line edge. Parses
 //! arguments, loads inputs, runs the pure analysis, writes the outputs, and maps the result to an exit
-//! code (0 success, 2 bad arguments or input, 3 internal error).
+//! code (0 success, 2 bad arguments or input, 3 internal error), defined once for every binary in
+//! [`agentrank_schema::exit::Exit`].
 
 use agentrank_analyze::load;
 use agentrank_analyze::{Config, analyze};
+use agentrank_schema::exit::Exit;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Exit codes of this binary, defined in one place.
-mod exit {
-    pub const OK: u8 = 0;
-    pub const BAD_INPUT: u8 = 2;
-    pub const INTERNAL: u8 = 3;
-}
 
 /// Turn AgentRank bundles or attempts tables into the analysis tables and `analysis.json`.
 #[derive(Parser, Debug)]
@@ -150,23 +145,23 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             let code = if e.use_stderr() {
-                exit::BAD_INPUT
+                Exit::BadInput
             } else {
-                exit::OK
+                Exit::Ok
             };
             let _ = e.print();
-            return ExitCode::from(code);
+            return code.into();
         }
     };
     match run(args) {
-        Ok(()) => ExitCode::from(exit::OK),
+        Ok(()) => Exit::Ok.into(),
         Err(Failure::BadInput(e)) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(exit::BAD_INPUT)
+            Exit::BadInput.into()
         }
         Err(Failure::Internal(e)) => {
             eprintln!("internal error: {e:#}");
-            ExitCode::from(exit::INTERNAL)
+            Exit::Internal.into()
         }
     }
 }

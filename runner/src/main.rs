@@ -1,36 +1,19 @@
 //! `agentrank-run`: the operator's command line. `main` parses arguments, calls the library, and maps the
-//! result to an exit code; the codes are defined once, in [`Exit`].
+//! result to an exit code; the codes are defined once for every binary, in
+//! [`agentrank_schema::exit::Exit`].
 
+use agentrank_schema::exit::Exit;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Exit codes of `agentrank-run` (the same scheme for every AgentRank binary).
-#[derive(Debug, Clone, Copy)]
-enum Exit {
-    /// The work ran and everything is in order.
-    Ok = 0,
-    /// The work ran and found a problem (a verify mismatch, a lint failure, a voided sweep).
-    Problem = 1,
-    /// Bad arguments or input (clap also uses 2 for usage errors).
-    BadInput = 2,
-    /// An internal error.
-    Internal = 3,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> ExitCode {
-        ExitCode::from(e as u8)
-    }
-}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "agentrank-run",
     version,
     about = "Runs AgentRank sweeps against real MCP servers and writes sealed, verifiable bundles.",
-    after_help = "Exit codes: 0 success; 1 the work ran and found a problem; 2 bad arguments or input; 3 internal error."
+    after_help = agentrank_schema::exit::HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -532,8 +515,21 @@ fn tap(
     std::process::exit(code)
 }
 
+/// Prints clap's message for a usage error (or the help or version asked for) and gives its exit code.
+fn usage(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.use_stderr() {
+        Exit::BadInput.into()
+    } else {
+        Exit::Ok.into()
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     let result = match &cli.command {
         Command::Verify { bundle } => verify(bundle),
         Command::Sweep {

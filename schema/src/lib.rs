@@ -10,10 +10,12 @@
 //! - [`task`], [`predicate`]: task catalog and verifier-predicate types;
 //! - [`fixture`]: the fixture world's site description and request log;
 //! - [`roster`]: server and agent configurations, lock entries;
-//! - [`analysis`]: the analysis output tables.
+//! - [`analysis`]: the analysis output tables;
+//! - [`exit`]: the exit codes of the three binaries.
 
 pub mod analysis;
 pub mod bundle;
+pub mod exit;
 pub mod fixture;
 pub mod ids;
 pub mod manifest;

@@ -1,7 +1,9 @@
 //! `agentrank-site BUNDLE… --analysis DIR --out DIR [--base-url URL]`: the command-line edge. The last
 //! bundle is the one shown (its analysis is `--analysis`); earlier bundles are history and stay
-//! downloadable. `main` only maps the result to an exit code.
+//! downloadable. `main` only maps the result to an exit code, defined once for every binary in
+//! [`agentrank_schema::exit::Exit`] (the publication gate's stop is [`Exit::Problem`]).
 
+use agentrank_schema::exit::Exit;
 use agentrank_sitegen::input::{HistoryBundle, SiteInput};
 use agentrank_sitegen::redact::HostFacts;
 use agentrank_sitegen::site::BuildError;
@@ -10,15 +12,6 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Exit codes of this binary, defined in one place.
-mod exit {
-    pub const OK: u8 = 0;
-    /// The build ran and the publication gate stopped it (redaction hit or broken link).
-    pub const GATE: u8 = 1;
-    pub const BAD_INPUT: u8 = 2;
-    pub const INTERNAL: u8 = 3;
-}
 
 /// Render AgentRank bundles and their analysis into a static site.
 #[derive(Parser, Debug)]
@@ -144,24 +137,35 @@ fn run(args: Args) -> Result<usize, Failure> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Exit::BadInput
+            } else {
+                Exit::Ok
+            };
+            let _ = e.print();
+            return code.into();
+        }
+    };
     let out = args.out.clone();
     match run(args) {
         Ok(pages) => {
             eprintln!("wrote {pages} pages to {}", out.display());
-            ExitCode::from(exit::OK)
+            Exit::Ok.into()
         }
         Err(Failure::Gate(e)) => {
             eprintln!("error: publication stopped: {e:#}");
-            ExitCode::from(exit::GATE)
+            Exit::Problem.into()
         }
         Err(Failure::BadInput(e)) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(exit::BAD_INPUT)
+            Exit::BadInput.into()
         }
         Err(Failure::Internal(e)) => {
             eprintln!("internal error: {e:#}");
-            ExitCode::from(exit::INTERNAL)
+            Exit::Internal.into()
         }
     }
 }
