@@ -13,7 +13,11 @@ use std::process::ExitCode;
 
 /// Turn AgentRank bundles or attempts tables into the analysis tables and `analysis.json`.
 #[derive(Parser, Debug)]
-#[command(name = "agentrank-analyze", version)]
+#[command(
+    name = "agentrank-analyze",
+    version,
+    after_help = agentrank_schema::exit::HELP
+)]
 struct Args {
     /// Bundle directories, or attempts tables (.csv / .parquet). With several, for each category the last
     /// input holding it is analysed and earlier ones are its history (anomalies, test-retest).

@@ -59,7 +59,9 @@ enum Command {
     },
     /// Plan a sweep for N shards and fix its manifest draft; run the shards with `run-shard`, then `merge`.
     Plan {
+        /// The sweep file (TOML).
         sweep: PathBuf,
+        /// How many shards to split the attempt slots into.
         #[arg(long, default_value_t = 1)]
         shards: u32,
         /// Where the plan file goes.
@@ -71,10 +73,13 @@ enum Command {
     /// Run a plan's timeout calibration (Methodology §6.4) into its own staging directory (resumable)
     /// and freeze the budgets into the plan file; run once, before the shards, and pass OUT to `merge`.
     Calibrate {
+        /// The plan file written by `plan`; the frozen budgets are written back into it.
         #[arg(long)]
         plan: PathBuf,
+        /// The calibration's staging directory.
         #[arg(long)]
         out: PathBuf,
+        /// The Chromium binary browser servers are pointed at.
         #[arg(long, default_value = "/usr/bin/chromium")]
         chromium: String,
         #[command(flatten)]
@@ -83,12 +88,16 @@ enum Command {
     /// Run one shard of a plan into its own staging directory (resumable). The index also comes from
     /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array).
     RunShard {
+        /// The plan file written by `plan` (after `calibrate`).
         #[arg(long)]
         plan: PathBuf,
+        /// The shard to run, from 0 (default: JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID).
         #[arg(long)]
         index: Option<u32>,
+        /// The shard's staging directory.
         #[arg(long)]
         out: PathBuf,
+        /// The Chromium binary browser servers are pointed at.
         #[arg(long, default_value = "/usr/bin/chromium")]
         chromium: String,
         #[command(flatten)]
@@ -98,13 +107,16 @@ enum Command {
     /// reference agent's attempts from the shard directories and run the registered extension batches
     /// the gate needs into OUT (resumable); pass OUT to `merge` with the shard directories.
     ConstructExtension {
+        /// The plan file written by `plan`.
         #[arg(long)]
         plan: PathBuf,
         /// Shard output directories (the calibration directory and OUT itself may be among them).
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        /// The follow-up job's staging directory.
         #[arg(long)]
         out: PathBuf,
+        /// The Chromium binary browser servers are pointed at.
         #[arg(long, default_value = "/usr/bin/chromium")]
         chromium: String,
         #[command(flatten)]
@@ -113,11 +125,13 @@ enum Command {
     /// Merge shard directories into one sealed, verified bundle. Refuses while a shard has not finished
     /// or the construct gate needs an extension batch that is not in the directories.
     Merge {
+        /// The plan file written by `plan`.
         #[arg(long)]
         plan: PathBuf,
         /// Shard output directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        /// Where bundles go.
         #[arg(long, default_value = "bundles")]
         out: PathBuf,
         #[command(flatten)]
@@ -153,6 +167,8 @@ enum Command {
         paths: Paths,
     },
     /// The stdio tap: run SERVER-COMMAND, forward bytes unchanged both ways, and write the wire tape.
+    ///
+    /// Exits with the server's exit code (128 + the signal number when it died on a signal).
     Tap {
         /// Where the tape goes (`.mcp.jsonl.zst`).
         #[arg(long)]

@@ -15,7 +15,11 @@ use std::process::ExitCode;
 
 /// Render AgentRank bundles and their analysis into a static site.
 #[derive(Parser, Debug)]
-#[command(name = "agentrank-site", version)]
+#[command(
+    name = "agentrank-site",
+    version,
+    after_help = agentrank_schema::exit::HELP
+)]
 struct Args {
     /// Sealed bundle directories, oldest first; the last is the one shown.
     #[arg(required = true)]
