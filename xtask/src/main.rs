@@ -1,9 +1,11 @@
-//! The README's two commands.
+//! The README's two commands, and the fast test tier.
 //!
 //! - `cargo xtask test`: installs what the tests need when it is missing — Debian packages with
 //!   `apt-get`, Python packages into `.cache/venv`, npm packages into `.cache/npm`, as declared per area in
 //!   `xtask/needs.toml` — runs each area's `prepare` commands, then `cargo clippy`, builds every binary (the
-//!   end-to-end tests drive them) and runs every workspace test.
+//!   end-to-end tests drive them) and runs every workspace test (both tiers of `xtask/tiers.toml`).
+//! - `cargo xtask test --fast`: the fast tier of `xtask/tiers.toml` only (see [`tiers`]): no installs,
+//!   no clippy, no root, no network.
 //! - `cargo xtask demo`: the main job on the built-in default: install the demo servers, run the demo
 //!   sweep, analyse it and render the site.
 
@@ -12,6 +14,8 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod tiers;
 
 #[derive(Debug, Deserialize)]
 struct Needs {
@@ -155,8 +159,29 @@ fn npm_prefix(root: &Path, packages: &[String]) -> Result<PathBuf> {
     Ok(prefix)
 }
 
-fn test(args: &[String]) -> Result<()> {
+/// `cargo xtask test --fast`: each crate's unit tests and fast integration targets, nothing installed.
+/// Arguments before `--` go to `cargo test`, those after it to the test binaries.
+fn test_fast(args: &[String]) -> Result<()> {
     let root = root();
+    let (tiers, packages) = tiers::check(&root)?;
+    let (cargo_args, test_args) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    for command in tiers::fast_commands(&tiers, &packages, cargo_args, test_args) {
+        run(Command::new("cargo").args(&command).current_dir(&root))?;
+    }
+    Ok(())
+}
+
+fn test(args: &[String]) -> Result<()> {
+    if args.iter().any(|a| a == "--fast") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--fast").cloned().collect();
+        return test_fast(&rest);
+    }
+    let root = root();
+    // A test target in neither tier fails here, before anything is installed.
+    tiers::check(&root)?;
     let needs = load_needs(&root)?;
     let all = |f: fn(&Area) -> &Vec<String>| -> Vec<String> {
         let mut v: Vec<String> = needs.areas.values().flat_map(|a| f(a).clone()).collect();
@@ -324,7 +349,7 @@ fn main() -> std::process::ExitCode {
         Some("demo") => demo(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--no-clippy] [cargo test args…]   install what tests need, then run every test\n       cargo xtask demo                                      demo sweep → analysis → site"
+                "usage: cargo xtask test [--no-clippy] [cargo test args…]   install what tests need, then run every test\n       cargo xtask test --fast [cargo test args…]           the fast tier only (xtask/tiers.toml): nothing installed\n       cargo xtask demo                                      demo sweep → analysis → site"
             );
             return std::process::ExitCode::from(2);
         }
