@@ -207,7 +207,12 @@ impl Dense {
 /// The vector instruction sets the kernel is built for, in order. The bootstrap takes the dense path
 /// with AVX2 or AVX-512: over a full-size analysis (CPU time, alternating runs) the AVX-512 kernel took
 /// 134 ms where the general loop took 165, the AVX2 kernel 150, and the portable build (baseline x86-64
-/// vectors, without 64-bit multiplies or unsigned 64-bit comparisons) 190.
+/// vectors, without 64-bit multiplies or unsigned 64-bit comparisons) 190. So the dispatch is what
+/// makes the dense path pay: without it the general loop is the faster one. Held to the reference:
+/// `every_kernel_this_processor_runs_draws_what_the_portable_one_does` (every build against the
+/// portable one and the general loop's inversion) and, in `bootstrap`,
+/// `dense_draws_give_the_general_loops_results` and
+/// `dense_draws_with_the_sensitivity_view_give_the_general_results`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     /// Baseline x86-64 (or another architecture's baseline).
