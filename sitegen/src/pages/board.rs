@@ -1,0 +1,425 @@
+//! A category board for one agent: one row per server with its headline numbers and bands.
+
+use super::{
+    Index, ModelError, PageModel, PageView, anchor, common, is_null_model, link, opt_pct,
+    refusal_view,
+};
+use crate::chart::{IntervalRow, interval_svg};
+use crate::input::{AgentInput, ServerInput};
+use crate::paths;
+use crate::text::{pct, visible};
+use crate::view::*;
+use agentrank_schema::records::ProbeRecord;
+use std::collections::BTreeMap;
+
+fn metric_link(from: &str, cell: &str, id: &str, text: String) -> Link {
+    anchor(from, cell, id, text)
+}
+
+fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &ServerInput) -> BoardRow {
+    let cell_path = paths::cell(category, agent, &s.id);
+    let c = ix.cells.get(&(category, agent, s.id.as_str())).copied();
+    let ml = |id: &str, text: String| metric_link(from, &cell_path, id, text);
+    let attempts = ix
+        .by_cell
+        .get(&(category, agent, s.id.as_str()))
+        .map(Vec::len)
+        .unwrap_or(0);
+    let server = link(from, &paths::server(&s.id), visible(&s.display_name));
+    let Some(c) = c else {
+        return BoardRow {
+            server,
+            reference_row: s.reference_row,
+            refusal: Some(RefusalView {
+                tape: String::new(),
+                gate: "analysis".into(),
+                outcome: "NOT_ANALYSED".into(),
+                reason: "no_analysis_row".into(),
+                explanation: "The analysis has no row for this cell, so no number is published."
+                    .into(),
+                evidence: ml("completion", "Attempts behind this cell".into()),
+                threshold: "not applicable".into(),
+                alpha: "not applicable".into(),
+                p_value: "not applicable".into(),
+                counts: vec![Chip {
+                    label: "attempts".into(),
+                    value: attempts.to_string(),
+                }],
+            }),
+            attempts: ml("completion", format!("{attempts} attempts")),
+            ..BoardRow::default()
+        };
+    };
+    let latency = match (c.latency_p50_ms, c.latency_p95_ms) {
+        (Some(a), Some(b)) => format!("{a:.0} / {b:.0} ms"),
+        _ => "not measured".into(),
+    };
+    let cost = match &c.cost {
+        Some(k) if k.is_floor => format!("at least ${:.4} (floor)", k.usd),
+        Some(k) => format!("${:.4} (measured)", k.usd),
+        None => "no figure".into(),
+    };
+    let first_try = match (c.first_try, c.first_try_position) {
+        (Some(i), Some((p, tied))) => format!(
+            "{} [{}, {}], position {p}{}",
+            pct(i.estimate),
+            pct(i.low),
+            pct(i.high),
+            if tied { " (tied)" } else { "" }
+        ),
+        (Some(i), None) => format!("{} [{}, {}]", pct(i.estimate), pct(i.low), pct(i.high)),
+        _ => "not measured".into(),
+    };
+    let safety: Vec<&ProbeRecord> = ix
+        .bundle()
+        .probes
+        .iter()
+        .filter(|p| {
+            p.server_id == s.id && p.probe_kind == "safety" && p.agent_id.as_deref() == Some(agent)
+        })
+        .collect();
+    let protocol: Vec<&ProbeRecord> = ix
+        .bundle()
+        .probes
+        .iter()
+        .filter(|p| p.server_id == s.id && p.probe_kind == "protocol")
+        .collect();
+    let count = |v: &[&ProbeRecord], r: &str| v.iter().filter(|p| p.result == r).count();
+    let (completion, ci) = match (c.completion, c.baseline) {
+        (Some(i), _) => (
+            Some(ml("completion", pct(i.estimate))),
+            Some(ml("ci", format!("[{}, {}]", pct(i.low), pct(i.high)))),
+        ),
+        (None, Some(b)) => (
+            Some(ml("completion", format!("{} (baseline)", pct(b)))),
+            Some(ml("completion", "none: not ranked".into())),
+        ),
+        // Neither scored nor refused (e.g. no attempt of the cell counted): say so, with the attempts.
+        (None, None) => (
+            Some(ml("completion", "not scored".into())),
+            Some(ml("completion", "none: no counted attempt".into())),
+        ),
+    };
+    BoardRow {
+        server,
+        reference_row: s.reference_row,
+        completion,
+        ci,
+        rank: c.rank_interval.map(|(a, b)| ml("rank", format!("{a}–{b}"))),
+        refusal: c.refusal.as_ref().map(|r| {
+            refusal_view(
+                ix,
+                r,
+                ml("refusal", "Numbers and attempts behind this refusal".into()),
+            )
+        }),
+        coverage: ml("coverage", opt_pct(c.coverage)),
+        reliability: ml("reliability", opt_pct(c.reliability)),
+        extended: ml("extended", opt_pct(c.extended_completion)),
+        first_try: ml("first-try", first_try),
+        tool_tokens: ml(
+            "tool-tokens",
+            c.tool_definition_tokens
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "not measured".into()),
+        ),
+        latency: ml("latency", latency),
+        safety: ml(
+            "safety",
+            format!(
+                "{} respects, {} doesn't, {} n/a",
+                count(&safety, "respects"),
+                count(&safety, "doesnt"),
+                count(&safety, "not_applicable") + count(&safety, "could_not_check")
+            ),
+        ),
+        protocol: ml(
+            "protocol",
+            format!(
+                "{}/{} passed, {} unknown",
+                count(&protocol, "respects"),
+                protocol.len()
+                    - count(&protocol, "could_not_check")
+                    - count(&protocol, "not_applicable"),
+                count(&protocol, "could_not_check") + count(&protocol, "not_applicable")
+            ),
+        ),
+        efficiency: ml("efficiency", opt_pct(c.efficiency)),
+        hallucinated: ml("hallucinated", opt_pct(c.hallucinated_tool_rate)),
+        recovery: ml("recovery", opt_pct(c.recovery_rate)),
+        reachability: ml("reachability", opt_pct(c.reachability)),
+        cost: ml("cost", cost),
+        excluded: ml("excluded", pct(c.excluded_share)),
+        flagged: c.flagged,
+        attempts: ml("completion", format!("{attempts} attempts")),
+    }
+}
+
+/// The board for one (category, agent).
+pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageModel, ModelError> {
+    let path = paths::board(category, &agent.id);
+    let servers = ix.servers_in(category);
+    let mut bands: BTreeMap<u32, Vec<&ServerInput>> = BTreeMap::new();
+    let mut refused = Vec::new();
+    let mut reference = Vec::new();
+    let mut not_on_board = Vec::new();
+    let mut baseline = Vec::new();
+    for s in &servers {
+        match ix.cells.get(&(category, agent.id.as_str(), s.id.as_str())) {
+            Some(c) if c.refusal.is_some() => refused.push(*s),
+            Some(c) if c.baseline.is_some() => baseline.push(*s),
+            Some(_) if s.reference_row => reference.push(*s),
+            Some(c) => match c.band {
+                Some(b) => bands.entry(b).or_default().push(*s),
+                None => refused.push(*s),
+            },
+            None if ix
+                .by_cell
+                .contains_key(&(category, agent.id.as_str(), s.id.as_str())) =>
+            {
+                refused.push(*s)
+            }
+            None => not_on_board.push(Chip {
+                label: visible(&s.display_name),
+                value: "no attempts with this agent in this bundle".into(),
+            }),
+        }
+    }
+    let mut groups = Vec::new();
+    let mut chart_rows = Vec::new();
+    let mut table_rows = Vec::new();
+    for (band, members) in &bands {
+        let rows = members
+            .iter()
+            .map(|s| board_row(ix, &path, category, &agent.id, s))
+            .collect();
+        // The bands' note is said once, under the first band.
+        let note = if groups.is_empty() {
+            "Rank intervals overlap inside a band; servers are listed alphabetically, not by point estimate.".into()
+        } else {
+            String::new()
+        };
+        groups.push(BoardGroup {
+            id: format!("band-{band}"),
+            heading: format!("Band {band}"),
+            note,
+            rows,
+        });
+    }
+    if !refused.is_empty() {
+        groups.push(BoardGroup {
+            id: "refused".into(),
+            heading: "Refused".into(),
+            note: "A gate stopped these cells. The refusal is shown where the number would be."
+                .into(),
+            rows: refused
+                .iter()
+                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .collect(),
+        });
+    }
+    if !reference.is_empty() {
+        groups.push(BoardGroup {
+            id: "reference".into(),
+            heading: "Reference rows".into(),
+            note: "Scored, but outside the eight and outside the bands (Methodology §9.1).".into(),
+            rows: reference
+                .iter()
+                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .collect(),
+        });
+    }
+    if !baseline.is_empty() {
+        groups.push(BoardGroup {
+            id: "baseline".into(),
+            heading: "Baseline".into(),
+            note: "Pass rate over core tasks of a built-in agent: no interval, rank or band."
+                .into(),
+            rows: baseline
+                .iter()
+                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .collect(),
+        });
+    }
+    if agent.id == "reference" && !groups.is_empty() {
+        let rows = groups.drain(..).flat_map(|g| g.rows).collect();
+        groups.push(BoardGroup {
+            id: "reachability".into(),
+            heading: "Reference agent: reachability (not ranked)".into(),
+            note: "The reference agent is given the answer key and each server's recipe: its pass rate says whether a task's answer can be reached through the server at all (reachability), and on the category's reference server it is the construct gate's evidence. It is never ranked or banded.".into(),
+            rows,
+        });
+    }
+    if is_null_model(&agent.id) && !groups.is_empty() {
+        let rows = groups.drain(..).flat_map(|g| g.rows).collect();
+        groups.push(BoardGroup {
+            id: "null-baseline".into(),
+            heading: "Null baseline (not ranked)".into(),
+            note: format!(
+                "{} is a null model: it sets the null threshold that the real agents' Completions must clear (null-baseline gate) and is never ranked or banded. Its cells are shown so the threshold can be checked.",
+                agent.id
+            ),
+            rows,
+        });
+    }
+    for s in bands
+        .values()
+        .flatten()
+        .chain(refused.iter())
+        .chain(reference.iter())
+        .chain(baseline.iter())
+    {
+        let c = ix.cells.get(&(category, agent.id.as_str(), s.id.as_str()));
+        let cell_path = paths::cell(category, &agent.id, &s.id);
+        let interval = c.and_then(|c| c.completion);
+        chart_rows.push(IntervalRow {
+            label: s.display_name.clone(),
+            interval: interval.map(|i| (i.estimate, i.low, i.high)),
+            note: match (
+                c.and_then(|c| c.refusal.as_ref()),
+                c.and_then(|c| c.baseline),
+            ) {
+                (Some(r), _) => format!("refused: {}", r.outcome),
+                (None, Some(b)) => format!("baseline {} (not ranked)", pct(b)),
+                (None, None) => "no number".into(),
+            },
+        });
+        let baseline = c.and_then(|c| c.baseline);
+        // Where a row without an interval points: its baseline figure, or its refusal.
+        let no_number = if baseline.is_some() {
+            "completion"
+        } else {
+            "refusal"
+        };
+        table_rows.push(ChartRow {
+            label: visible(&s.display_name),
+            estimate: match (interval, baseline) {
+                (Some(i), _) => anchor(&path, &cell_path, "completion", pct(i.estimate)),
+                (None, Some(b)) => anchor(
+                    &path,
+                    &cell_path,
+                    "completion",
+                    format!("{} (baseline)", pct(b)),
+                ),
+                (None, None) => anchor(&path, &cell_path, "refusal", "refused"),
+            },
+            low: match interval {
+                Some(i) => anchor(&path, &cell_path, "ci", pct(i.low)),
+                None => anchor(&path, &cell_path, no_number, "none"),
+            },
+            high: match interval {
+                Some(i) => anchor(&path, &cell_path, "ci", pct(i.high)),
+                None => anchor(&path, &cell_path, no_number, "none"),
+            },
+        });
+    }
+    let values: Vec<String> = chart_rows
+        .iter()
+        .map(|r| match r.interval {
+            Some((e, lo, hi)) => format!(
+                "{}: {} ({} to {})",
+                visible(&r.label),
+                pct(e),
+                pct(lo),
+                pct(hi)
+            ),
+            None => format!("{}: {}", visible(&r.label), visible(&r.note)),
+        })
+        .collect();
+    let chart_svg = interval_svg(
+        "completion-chart",
+        &format!("Completion with 95% CI: {category}, agent {}", agent.id),
+        &format!(
+            "Each row is a server; the bar spans the cluster-bootstrap 95% confidence interval of Completion on a shared 0–100% axis and the dot marks the point estimate. Refused rows name the refusal instead. {}. The same numbers are in the chart data table.",
+            values.join("; ")
+        ),
+        &chart_rows,
+    )?;
+    let m = &ix.bundle().meta;
+    let chips = vec![
+        Chip {
+            label: "Agent".into(),
+            value: visible(&agent.program),
+        },
+        Chip {
+            label: "Model (pinned)".into(),
+            value: agent
+                .model_id
+                .as_deref()
+                .map(visible)
+                .unwrap_or_else(|| "none".into()),
+        },
+        Chip {
+            label: "Settings".into(),
+            value: visible(&agent.settings),
+        },
+        Chip {
+            label: "Tool-output limit".into(),
+            value: visible(&agent.tool_output_limit),
+        },
+        Chip {
+            label: "Methodology".into(),
+            value: format!("v{}", visible(&m.methodology_version)),
+        },
+        Chip {
+            label: "Task catalog".into(),
+            value: visible(&m.catalog_version),
+        },
+        Chip {
+            label: "Isolation".into(),
+            value: visible(&m.isolation_backend),
+        },
+        Chip {
+            label: "Credentials".into(),
+            value: visible(&m.credential_context),
+        },
+        Chip {
+            label: "Timeout budget".into(),
+            value: m
+                .timeout_budgets
+                .get(&agent.id)
+                .map(|s| format!("{s} s"))
+                .unwrap_or_else(|| "not recorded".into()),
+        },
+    ];
+    let other_boards = ix
+        .agents_in(category)
+        .iter()
+        .filter(|a| a.id != agent.id)
+        .map(|a| link(&path, &paths::board(category, &a.id), visible(&a.id)))
+        .collect();
+    Ok(PageModel {
+        common: common(
+            ix.input,
+            &path,
+            &format!("{category} board · agent {}", agent.id),
+            &format!("AgentRank board for {category} with agent {}", agent.id),
+        ),
+        template: "board.html",
+        view: PageView::Board(Box::new(BoardView {
+            category: visible(category),
+            agent: visible(&agent.id),
+            chips,
+            chart_svg,
+            chart_rows: table_rows,
+            pairs: crate::compare::board_pairs(ix, &path, category, &agent.id),
+            groups,
+            not_on_board,
+            category_refusal: ix.input.analysis.category_refusals.get(category).map(|r| {
+                refusal_view(
+                    ix,
+                    r,
+                    link(&path, "controls.html", "Controls behind this refusal"),
+                )
+            }),
+            low_sample: agent.low_sample,
+            agreement: link(
+                &path,
+                &paths::agreement(category),
+                "Agreement between agents",
+            ),
+            other_boards,
+        })),
+        path,
+    })
+}
