@@ -90,6 +90,106 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
 /// An attempt page, from its (already published) tapes.
 pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -> PageModel {
     let path = paths::attempt(&a.attempt_id);
+    let (verifier, failing_node) = verifier_tree(ix, a);
+    let TapeSection {
+        timeline,
+        links: tapes_links,
+        notes: tape_notes,
+    } = tape_section(&path, a, published);
+    let tool_calls = tool_call_rows(ix, a);
+    let health = health_chips(ix, a);
+    let facts = attempt_facts(a);
+    let is_control = ix.control_attempts.contains(a.attempt_id.as_str());
+    let cell_path = if is_control {
+        paths::cell(&a.category, &a.agent_id, "")
+    } else {
+        paths::cell(&a.category, &a.agent_id, &a.server_id)
+    };
+    let task_frag = format!("task-{}", paths::segment(&a.task_id));
+    PageModel {
+        common: common(
+            ix.input,
+            &path,
+            &format!(
+                "Attempt #{} of {} · {} · agent {} ({})",
+                a.attempt_index + 1,
+                a.task_id,
+                if a.server_id.is_empty() {
+                    "no server".to_string()
+                } else {
+                    ix.server_name(&a.server_id)
+                },
+                a.agent_id,
+                a.attempt_id
+            ),
+            "One attempt: outcome, verifier tree and the merged two-tape timeline.",
+        ),
+        template: "attempt.html",
+        view: PageView::Attempt(Box::new(AttemptView {
+            id: visible(&a.attempt_id),
+            outcome: a.outcome.as_str().into(),
+            outcome_class: outcome_css(a.outcome).into(),
+            outcome_reason: visible(&a.outcome_reason),
+            treatment: treatment(a.outcome).into(),
+            facts,
+            task: if ix.tasks.contains_key(a.task_id.as_str()) {
+                link(&path, &paths::task(&a.task_id), visible(&a.task_id))
+            } else {
+                anchor(&path, &cell_path, &task_frag, visible(&a.task_id))
+            },
+            server: if ix.servers.contains_key(a.server_id.as_str()) {
+                link(
+                    &path,
+                    &paths::server(&a.server_id),
+                    ix.server_name(&a.server_id),
+                )
+            } else {
+                Link {
+                    href: String::new(),
+                    text: visible(&a.server_id),
+                }
+            },
+            cell: if ix.calibration_attempts.contains(a.attempt_id.as_str()) {
+                anchor(
+                    &path,
+                    "controls.html",
+                    "control-runs",
+                    "Timeout calibration: every control run",
+                )
+            } else {
+                anchor(
+                    &path,
+                    &cell_path,
+                    &task_frag,
+                    if is_control {
+                        "All attempts of this no-server control"
+                    } else {
+                        "All attempts of this cell"
+                    },
+                )
+            },
+            answer_line: a
+                .answer_line
+                .as_deref()
+                .map(|s| clip(s, 8192).text)
+                .unwrap_or_else(|| "(no answer line)".into()),
+            answer_fallback: a.answer_fallback,
+            verifier,
+            failing_node,
+            tool_calls,
+            timeline,
+            tapes: tapes_links,
+            tape_notes,
+            health,
+            private_set: a.task_set == "private",
+        })),
+        path,
+    }
+}
+
+/// The verifier tree of an attempt, depth-first, and the path of its failing node: the deepest
+/// failed node on the first failing branch.
+fn verifier_tree(ix: &Index<'_>, a: &AttemptRecord) -> (Vec<VerifierNode>, Option<String>) {
     let mut verifier: Vec<VerifierNode> = ix
         .verifier_by_attempt
         .get(a.attempt_id.as_str())
@@ -141,6 +241,18 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
         verifier[pick].first_failure = true;
         failing_node = Some(verifier[pick].path.clone());
     }
+    (verifier, failing_node)
+}
+
+/// The merged two-tape timeline of an attempt, the links to its published tapes and the notes about
+/// tapes not published or not fully readable.
+struct TapeSection {
+    timeline: Vec<TimelineEvent>,
+    links: Vec<Link>,
+    notes: Vec<String>,
+}
+
+fn tape_section(path: &str, a: &AttemptRecord, published: &[PublishedTape]) -> TapeSection {
     let wire = published.iter().find(|p| p.bundle_path == a.tape_mcp_path);
     let agent = published
         .iter()
@@ -172,7 +284,7 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
     for (label, p) in [("MCP wire-plane tape", wire), ("Agent-plane tape", agent)] {
         match p {
             Some(p) if !p.bytes.is_empty() => tapes_links.push(link(
-                &path,
+                path,
                 &p.site_path,
                 format!("{label} ({} bytes, zstd JSONL)", p.bytes.len()),
             )),
@@ -191,8 +303,16 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
             ));
         }
     }
-    let tool_calls = ix
-        .calls_by_attempt
+    TapeSection {
+        timeline,
+        links: tapes_links,
+        notes: tape_notes,
+    }
+}
+
+/// One row per tool call of an attempt.
+fn tool_call_rows(ix: &Index<'_>, a: &AttemptRecord) -> Vec<ToolCallRow> {
+    ix.calls_by_attempt
         .get(a.attempt_id.as_str())
         .into_iter()
         .flatten()
@@ -211,9 +331,12 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
                 .unwrap_or_else(|| "no response".into()),
             bytes: t.result_bytes.map(|b| b.to_string()).unwrap_or_default(),
         })
-        .collect();
-    let health = ix
-        .health_by_attempt
+        .collect()
+}
+
+/// The fixture health of an attempt, one chip per component.
+fn health_chips(ix: &Index<'_>, a: &AttemptRecord) -> Vec<Chip> {
+    ix.health_by_attempt
         .get(a.attempt_id.as_str())
         .into_iter()
         .flatten()
@@ -229,7 +352,11 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
                 }
             ),
         })
-        .collect();
+        .collect()
+}
+
+/// The facts of an attempt shown above its verifier tree, the fault last when there was one.
+fn attempt_facts(a: &AttemptRecord) -> Vec<Chip> {
     let facts = vec![
         Chip {
             label: "Category".into(),
@@ -325,90 +452,5 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
             ),
         });
     }
-    let is_control = ix.control_attempts.contains(a.attempt_id.as_str());
-    let cell_path = if is_control {
-        paths::cell(&a.category, &a.agent_id, "")
-    } else {
-        paths::cell(&a.category, &a.agent_id, &a.server_id)
-    };
-    let task_frag = format!("task-{}", paths::segment(&a.task_id));
-    PageModel {
-        common: common(
-            ix.input,
-            &path,
-            &format!(
-                "Attempt #{} of {} · {} · agent {} ({})",
-                a.attempt_index + 1,
-                a.task_id,
-                if a.server_id.is_empty() {
-                    "no server".to_string()
-                } else {
-                    ix.server_name(&a.server_id)
-                },
-                a.agent_id,
-                a.attempt_id
-            ),
-            "One attempt: outcome, verifier tree and the merged two-tape timeline.",
-        ),
-        template: "attempt.html",
-        view: PageView::Attempt(Box::new(AttemptView {
-            id: visible(&a.attempt_id),
-            outcome: a.outcome.as_str().into(),
-            outcome_class: outcome_css(a.outcome).into(),
-            outcome_reason: visible(&a.outcome_reason),
-            treatment: treatment(a.outcome).into(),
-            facts,
-            task: if ix.tasks.contains_key(a.task_id.as_str()) {
-                link(&path, &paths::task(&a.task_id), visible(&a.task_id))
-            } else {
-                anchor(&path, &cell_path, &task_frag, visible(&a.task_id))
-            },
-            server: if ix.servers.contains_key(a.server_id.as_str()) {
-                link(
-                    &path,
-                    &paths::server(&a.server_id),
-                    ix.server_name(&a.server_id),
-                )
-            } else {
-                Link {
-                    href: String::new(),
-                    text: visible(&a.server_id),
-                }
-            },
-            cell: if ix.calibration_attempts.contains(a.attempt_id.as_str()) {
-                anchor(
-                    &path,
-                    "controls.html",
-                    "control-runs",
-                    "Timeout calibration: every control run",
-                )
-            } else {
-                anchor(
-                    &path,
-                    &cell_path,
-                    &task_frag,
-                    if is_control {
-                        "All attempts of this no-server control"
-                    } else {
-                        "All attempts of this cell"
-                    },
-                )
-            },
-            answer_line: a
-                .answer_line
-                .as_deref()
-                .map(|s| clip(s, 8192).text)
-                .unwrap_or_else(|| "(no answer line)".into()),
-            answer_fallback: a.answer_fallback,
-            verifier,
-            failing_node,
-            tool_calls,
-            timeline,
-            tapes: tapes_links,
-            tape_notes,
-            health,
-            private_set: a.task_set == "private",
-        })),
-        path,
-    }
+    facts
 }
