@@ -25,66 +25,161 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
             .unwrap_or(&empty)
     };
     let c = ix.cells.get(&(category, agent, s.id.as_str())).copied();
-    let task_rows = |class: &str| -> Vec<CellTaskRow> {
-        ix.tasks_in(category)
-            .iter()
-            .filter(|t| t.class == class)
-            .map(|t| {
-                let mine: Vec<&AttemptRecord> = attempts
+    let core = task_rows(ix, &path, (category, agent, s), attempts, "core");
+    let extended = task_rows(ix, &path, (category, agent, s), attempts, "extended");
+    let probe_attempts = probe_attempt_rows(ix, &path, attempts);
+    let attributes = c.map(attribute_rows).unwrap_or_default();
+    let headline = cell_headline(c, agent, control);
+    let safety: Vec<&ProbeRecord> = ix
+        .bundle()
+        .probes
+        .iter()
+        .filter(|p| {
+            p.server_id == s.id
+                && (p.probe_kind == "protocol" || p.agent_id.as_deref() == Some(agent))
+        })
+        .collect();
+    let refusal = c.and_then(|c| c.refusal.as_ref()).map(|r| {
+        let mut v = refusal_view(ix, r, anchor(&path, &path, "completion", "Attempts"));
+        v.evidence = anchor(
+            &path,
+            &path,
+            "gate-attempts",
+            format!("{} attempts behind the gate", r.attempt_ids.len()),
+        );
+        v
+    });
+    let gate_attempts: Vec<AttemptLink> = c
+        .and_then(|c| c.refusal.as_ref())
+        .map(|r| {
+            r.attempt_ids
+                .iter()
+                .filter_map(|id| ix.attempts.get(id.as_str()))
+                .map(|a| attempt_link(&path, a))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut excluded: Vec<AttemptLink> = attempts
+        .iter()
+        .filter(|a| a.outcome.is_excluded())
+        .map(|a| attempt_link(&path, a))
+        .collect();
+    if refusal.is_some() {
+        excluded.extend(gate_attempts);
+    }
+    PageModel {
+        common: common(
+            ix.input,
+            &path,
+            &format!("{} · {category} · {agent}", s.display_name),
+            "Every attempt behind one board cell.",
+        ),
+        template: "cell.html",
+        view: PageView::Cell(Box::new(CellView {
+            category: visible(category),
+            agent: visible(agent),
+            server: if control {
+                link(&path, "controls.html", visible(&s.display_name))
+            } else {
+                link(&path, &paths::server(&s.id), visible(&s.display_name))
+            },
+            board: link(
+                &path,
+                &paths::board(category, agent),
+                format!("Board: {category} · {agent}"),
+            ),
+            headline,
+            gates_note: if control {
+                "The validity gates do not apply: a control is never scored or ranked.".into()
+            } else if c.is_none() {
+                "The analysis has no row for this cell, so no gate result is shown.".into()
+            } else if c.is_some_and(|c| c.baseline.is_some()) {
+                "The validity gates do not apply: a built-in agent's cell is a baseline, never scored or ranked (see the gates it feeds on the controls page).".into()
+            } else {
+                "Every gate passed for this cell; its numbers are published.".into()
+            },
+            refusal,
+            core,
+            extended,
+            probe_attempts,
+            capabilities: capability_rows(ix, s),
+            attributes,
+            probes: probe_rows(ix, &path, &safety),
+            excluded,
+        })),
+        path,
+    }
+}
+
+/// One row per catalog task of a class (`core`, `extended`) in the cell's category, with the cell's
+/// attempts at it.
+fn task_rows(
+    ix: &Index<'_>,
+    path: &str,
+    (category, agent, s): (&str, &str, &ServerInput),
+    attempts: &[&AttemptRecord],
+    class: &str,
+) -> Vec<CellTaskRow> {
+    ix.tasks_in(category)
+        .iter()
+        .filter(|t| t.class == class)
+        .map(|t| {
+            let mine: Vec<&AttemptRecord> = attempts
+                .iter()
+                .copied()
+                .filter(|a| a.task_id == t.id)
+                .collect();
+            let (k, n) = headline_counts(&mine);
+            CellTaskRow {
+                diff: ix
+                    .diffs
+                    .get(&(category, agent, s.id.as_str(), t.id.as_str()))
+                    .map(|(x, y, ix_, iy)| {
+                        link(
+                            path,
+                            &paths::attempt_diff(x, y),
+                            format!("#{ix_} and #{iy} side by side"),
+                        )
+                    }),
+                anchor: format!("task-{}", paths::segment(&t.id)),
+                task: link(path, &paths::task(&t.id), visible(&t.id)),
+                capability: visible(&t.capability),
+                advertised: s
+                    .capability_map
+                    .get(&t.capability)
+                    .is_some_and(|v| !v.is_empty()),
+                passes: k.to_string(),
+                counted: n.to_string(),
+                rate: if n == 0 {
+                    "no counted attempt".into()
+                } else {
+                    pct(k as f64 / n as f64)
+                },
+                attempts: mine
                     .iter()
-                    .copied()
-                    .filter(|a| a.task_id == t.id)
-                    .collect();
-                let (k, n) = headline_counts(&mine);
-                CellTaskRow {
-                    diff: ix
-                        .diffs
-                        .get(&(category, agent, s.id.as_str(), t.id.as_str()))
-                        .map(|(x, y, ix_, iy)| {
-                            link(
-                                &path,
-                                &paths::attempt_diff(x, y),
-                                format!("#{ix_} and #{iy} side by side"),
-                            )
-                        }),
-                    anchor: format!("task-{}", paths::segment(&t.id)),
-                    task: link(&path, &paths::task(&t.id), visible(&t.id)),
-                    capability: visible(&t.capability),
-                    advertised: s
-                        .capability_map
-                        .get(&t.capability)
-                        .is_some_and(|v| !v.is_empty()),
-                    passes: k.to_string(),
-                    counted: n.to_string(),
-                    rate: if n == 0 {
-                        "no counted attempt".into()
-                    } else {
-                        pct(k as f64 / n as f64)
-                    },
-                    attempts: mine
-                        .iter()
-                        .filter(|a| !a.outcome.is_excluded())
-                        .map(|a| attempt_link(&path, a))
-                        .collect(),
-                    excluded: mine
-                        .iter()
-                        .filter(|a| a.outcome.is_excluded())
-                        .map(|a| attempt_link(&path, a))
-                        .collect(),
-                }
-            })
-            .collect()
-    };
-    let core = task_rows("core");
-    let extended = task_rows("extended");
-    // Attempts whose task is not in the catalog: safety probes (their task id is the probe id).
+                    .filter(|a| !a.outcome.is_excluded())
+                    .map(|a| attempt_link(path, a))
+                    .collect(),
+                excluded: mine
+                    .iter()
+                    .filter(|a| a.outcome.is_excluded())
+                    .map(|a| attempt_link(path, a))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// One row per safety probe the cell's attempts ran (attempts whose task is not in the catalog: their
+/// task id is the probe id).
+fn probe_attempt_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -> Vec<CellTaskRow> {
     let mut probe_tasks: BTreeMap<&str, Vec<&AttemptRecord>> = BTreeMap::new();
     for a in attempts {
         if !ix.tasks.contains_key(a.task_id.as_str()) {
             probe_tasks.entry(a.task_id.as_str()).or_default().push(a);
         }
     }
-    let probe_attempts: Vec<CellTaskRow> = probe_tasks
+    probe_tasks
         .iter()
         .map(|(id, mine)| {
             let (k, n) = headline_counts(mine);
@@ -98,7 +193,7 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
             CellTaskRow {
                 diff: None,
                 anchor: format!("task-{}", paths::segment(id)),
-                task: anchor(&path, &path, "safety", visible(id)),
+                task: anchor(path, path, "safety", visible(id)),
                 capability: visible(&kind),
                 advertised: false,
                 passes: k.to_string(),
@@ -108,13 +203,17 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
                 } else {
                     pct(k as f64 / n as f64)
                 },
-                attempts: mine.iter().map(|a| attempt_link(&path, a)).collect(),
+                attempts: mine.iter().map(|a| attempt_link(path, a)).collect(),
                 excluded: Vec::new(),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// How each of the cell's attributes was computed, with its value.
+fn attribute_rows(c: &CellAnalysis) -> Vec<AttributeRow> {
     let mut attributes = Vec::new();
-    if let Some(c) = c {
+    {
         let mut add = |id: &str, name: &str, value: String, how: &str| {
             attributes.push(AttributeRow {
                 id: id.into(),
@@ -221,6 +320,11 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
             "Completion when INVALID_BUILTIN attempts count as FAIL.",
         );
     }
+    attributes
+}
+
+/// The headline sentence of a cell: its Completion, its baseline, or why there is none.
+fn cell_headline(c: Option<&CellAnalysis>, agent: &str, control: bool) -> String {
     let headline = match c {
         Some(CellAnalysis {
             completion: Some(i),
@@ -248,90 +352,11 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
         None if control => "No-server control: the agent ran these tasks with no server attached. A control, never ranked; a pass here quarantines the task.".into(),
         None => "The analysis has no row for this cell.".into(),
     };
-    let headline = if is_null_model(agent) && !control {
+    if is_null_model(agent) && !control {
         format!(
             "Null baseline ({agent}), not ranked: it sets the null threshold of this board. {headline}"
         )
     } else {
         headline
-    };
-    let safety: Vec<&ProbeRecord> = ix
-        .bundle()
-        .probes
-        .iter()
-        .filter(|p| {
-            p.server_id == s.id
-                && (p.probe_kind == "protocol" || p.agent_id.as_deref() == Some(agent))
-        })
-        .collect();
-    let refusal = c.and_then(|c| c.refusal.as_ref()).map(|r| {
-        let mut v = refusal_view(ix, r, anchor(&path, &path, "completion", "Attempts"));
-        v.evidence = anchor(
-            &path,
-            &path,
-            "gate-attempts",
-            format!("{} attempts behind the gate", r.attempt_ids.len()),
-        );
-        v
-    });
-    let gate_attempts: Vec<AttemptLink> = c
-        .and_then(|c| c.refusal.as_ref())
-        .map(|r| {
-            r.attempt_ids
-                .iter()
-                .filter_map(|id| ix.attempts.get(id.as_str()))
-                .map(|a| attempt_link(&path, a))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut excluded: Vec<AttemptLink> = attempts
-        .iter()
-        .filter(|a| a.outcome.is_excluded())
-        .map(|a| attempt_link(&path, a))
-        .collect();
-    if refusal.is_some() {
-        excluded.extend(gate_attempts);
-    }
-    PageModel {
-        common: common(
-            ix.input,
-            &path,
-            &format!("{} · {category} · {agent}", s.display_name),
-            "Every attempt behind one board cell.",
-        ),
-        template: "cell.html",
-        view: PageView::Cell(Box::new(CellView {
-            category: visible(category),
-            agent: visible(agent),
-            server: if control {
-                link(&path, "controls.html", visible(&s.display_name))
-            } else {
-                link(&path, &paths::server(&s.id), visible(&s.display_name))
-            },
-            board: link(
-                &path,
-                &paths::board(category, agent),
-                format!("Board: {category} · {agent}"),
-            ),
-            headline,
-            gates_note: if control {
-                "The validity gates do not apply: a control is never scored or ranked.".into()
-            } else if c.is_none() {
-                "The analysis has no row for this cell, so no gate result is shown.".into()
-            } else if c.is_some_and(|c| c.baseline.is_some()) {
-                "The validity gates do not apply: a built-in agent's cell is a baseline, never scored or ranked (see the gates it feeds on the controls page).".into()
-            } else {
-                "Every gate passed for this cell; its numbers are published.".into()
-            },
-            refusal,
-            core,
-            extended,
-            probe_attempts,
-            capabilities: capability_rows(ix, s),
-            attributes,
-            probes: probe_rows(ix, &path, &safety),
-            excluded,
-        })),
-        path,
     }
 }
