@@ -158,14 +158,74 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
 /// The board for one (category, agent).
 pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageModel, ModelError> {
     let path = paths::board(category, &agent.id);
-    let servers = ix.servers_in(category);
-    let mut bands: BTreeMap<u32, Vec<&ServerInput>> = BTreeMap::new();
+    let placed = place_servers(ix, category, &agent.id, &ix.servers_in(category));
+    let groups = board_groups(ix, &path, category, agent, &placed);
+    let (chart_svg, table_rows) = board_chart(ix, &path, category, &agent.id, &placed)?;
+    let chips = agent_chips(ix, agent);
+    let other_boards = ix
+        .agents_in(category)
+        .iter()
+        .filter(|a| a.id != agent.id)
+        .map(|a| link(&path, &paths::board(category, &a.id), visible(&a.id)))
+        .collect();
+    Ok(PageModel {
+        common: common(
+            ix.input,
+            &path,
+            &format!("{category} board · agent {}", agent.id),
+            &format!("AgentRank board for {category} with agent {}", agent.id),
+        ),
+        template: "board.html",
+        view: PageView::Board(Box::new(BoardView {
+            category: visible(category),
+            agent: visible(&agent.id),
+            chips,
+            chart_svg,
+            chart_rows: table_rows,
+            pairs: crate::compare::board_pairs(ix, &path, category, &agent.id),
+            groups,
+            not_on_board: placed.not_on_board,
+            category_refusal: ix.input.analysis.category_refusals.get(category).map(|r| {
+                refusal_view(
+                    ix,
+                    r,
+                    link(&path, "controls.html", "Controls behind this refusal"),
+                )
+            }),
+            low_sample: agent.low_sample,
+            agreement: link(
+                &path,
+                &paths::agreement(category),
+                "Agreement between agents",
+            ),
+            other_boards,
+        })),
+        path,
+    })
+}
+
+/// Where each server of a board goes: its band, or one of the groups outside the bands.
+struct Placement<'a> {
+    bands: BTreeMap<u32, Vec<&'a ServerInput>>,
+    refused: Vec<&'a ServerInput>,
+    reference: Vec<&'a ServerInput>,
+    baseline: Vec<&'a ServerInput>,
+    not_on_board: Vec<Chip>,
+}
+
+fn place_servers<'a>(
+    ix: &Index<'_>,
+    category: &str,
+    agent: &str,
+    servers: &[&'a ServerInput],
+) -> Placement<'a> {
+    let mut bands: BTreeMap<u32, Vec<&'a ServerInput>> = BTreeMap::new();
     let mut refused = Vec::new();
     let mut reference = Vec::new();
     let mut not_on_board = Vec::new();
     let mut baseline = Vec::new();
-    for s in &servers {
-        match ix.cells.get(&(category, agent.id.as_str(), s.id.as_str())) {
+    for s in servers {
+        match ix.cells.get(&(category, agent, s.id.as_str())) {
             Some(c) if c.refusal.is_some() => refused.push(*s),
             Some(c) if c.baseline.is_some() => baseline.push(*s),
             Some(_) if s.reference_row => reference.push(*s),
@@ -173,25 +233,36 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
                 Some(b) => bands.entry(b).or_default().push(*s),
                 None => refused.push(*s),
             },
-            None if ix
-                .by_cell
-                .contains_key(&(category, agent.id.as_str(), s.id.as_str())) =>
-            {
-                refused.push(*s)
-            }
+            None if ix.by_cell.contains_key(&(category, agent, s.id.as_str())) => refused.push(*s),
             None => not_on_board.push(Chip {
                 label: visible(&s.display_name),
                 value: "no attempts with this agent in this bundle".into(),
             }),
         }
     }
+    Placement {
+        bands,
+        refused,
+        reference,
+        baseline,
+        not_on_board,
+    }
+}
+
+/// The groups of a board's rows: its bands, then refused, reference and baseline rows; one group
+/// for the reference agent and for a null model, whose rows are never banded.
+fn board_groups(
+    ix: &Index<'_>,
+    path: &str,
+    category: &str,
+    agent: &AgentInput,
+    placed: &Placement<'_>,
+) -> Vec<BoardGroup> {
     let mut groups = Vec::new();
-    let mut chart_rows = Vec::new();
-    let mut table_rows = Vec::new();
-    for (band, members) in &bands {
+    for (band, members) in &placed.bands {
         let rows = members
             .iter()
-            .map(|s| board_row(ix, &path, category, &agent.id, s))
+            .map(|s| board_row(ix, path, category, &agent.id, s))
             .collect();
         // The bands' note is said once, under the first band.
         let note = if groups.is_empty() {
@@ -206,38 +277,41 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             rows,
         });
     }
-    if !refused.is_empty() {
+    if !placed.refused.is_empty() {
         groups.push(BoardGroup {
             id: "refused".into(),
             heading: "Refused".into(),
             note: "A gate stopped these cells. The refusal is shown where the number would be."
                 .into(),
-            rows: refused
+            rows: placed
+                .refused
                 .iter()
-                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .map(|s| board_row(ix, path, category, &agent.id, s))
                 .collect(),
         });
     }
-    if !reference.is_empty() {
+    if !placed.reference.is_empty() {
         groups.push(BoardGroup {
             id: "reference".into(),
             heading: "Reference rows".into(),
             note: "Scored, but outside the eight and outside the bands (Methodology §9.1).".into(),
-            rows: reference
+            rows: placed
+                .reference
                 .iter()
-                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .map(|s| board_row(ix, path, category, &agent.id, s))
                 .collect(),
         });
     }
-    if !baseline.is_empty() {
+    if !placed.baseline.is_empty() {
         groups.push(BoardGroup {
             id: "baseline".into(),
             heading: "Baseline".into(),
             note: "Pass rate over core tasks of a built-in agent: no interval, rank or band."
                 .into(),
-            rows: baseline
+            rows: placed
+                .baseline
                 .iter()
-                .map(|s| board_row(ix, &path, category, &agent.id, s))
+                .map(|s| board_row(ix, path, category, &agent.id, s))
                 .collect(),
         });
     }
@@ -262,15 +336,29 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             rows,
         });
     }
-    for s in bands
+    groups
+}
+
+/// The board's Completion chart (inline SVG) and the table of the same numbers.
+fn board_chart(
+    ix: &Index<'_>,
+    path: &str,
+    category: &str,
+    agent: &str,
+    placed: &Placement<'_>,
+) -> Result<(String, Vec<ChartRow>), ModelError> {
+    let mut chart_rows = Vec::new();
+    let mut table_rows = Vec::new();
+    for s in placed
+        .bands
         .values()
         .flatten()
-        .chain(refused.iter())
-        .chain(reference.iter())
-        .chain(baseline.iter())
+        .chain(placed.refused.iter())
+        .chain(placed.reference.iter())
+        .chain(placed.baseline.iter())
     {
-        let c = ix.cells.get(&(category, agent.id.as_str(), s.id.as_str()));
-        let cell_path = paths::cell(category, &agent.id, &s.id);
+        let c = ix.cells.get(&(category, agent, s.id.as_str()));
+        let cell_path = paths::cell(category, agent, &s.id);
         let interval = c.and_then(|c| c.completion);
         chart_rows.push(IntervalRow {
             label: s.display_name.clone(),
@@ -294,22 +382,22 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
         table_rows.push(ChartRow {
             label: visible(&s.display_name),
             estimate: match (interval, baseline) {
-                (Some(i), _) => anchor(&path, &cell_path, "completion", pct(i.estimate)),
+                (Some(i), _) => anchor(path, &cell_path, "completion", pct(i.estimate)),
                 (None, Some(b)) => anchor(
-                    &path,
+                    path,
                     &cell_path,
                     "completion",
                     format!("{} (baseline)", pct(b)),
                 ),
-                (None, None) => anchor(&path, &cell_path, "refusal", "refused"),
+                (None, None) => anchor(path, &cell_path, "refusal", "refused"),
             },
             low: match interval {
-                Some(i) => anchor(&path, &cell_path, "ci", pct(i.low)),
-                None => anchor(&path, &cell_path, no_number, "none"),
+                Some(i) => anchor(path, &cell_path, "ci", pct(i.low)),
+                None => anchor(path, &cell_path, no_number, "none"),
             },
             high: match interval {
-                Some(i) => anchor(&path, &cell_path, "ci", pct(i.high)),
-                None => anchor(&path, &cell_path, no_number, "none"),
+                Some(i) => anchor(path, &cell_path, "ci", pct(i.high)),
+                None => anchor(path, &cell_path, no_number, "none"),
             },
         });
     }
@@ -328,15 +416,20 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
         .collect();
     let chart_svg = interval_svg(
         "completion-chart",
-        &format!("Completion with 95% CI: {category}, agent {}", agent.id),
+        &format!("Completion with 95% CI: {category}, agent {agent}"),
         &format!(
             "Each row is a server; the bar spans the cluster-bootstrap 95% confidence interval of Completion on a shared 0–100% axis and the dot marks the point estimate. Refused rows name the refusal instead. {}. The same numbers are in the chart data table.",
             values.join("; ")
         ),
         &chart_rows,
     )?;
+    Ok((chart_svg, table_rows))
+}
+
+/// The facts about the agent and the bundle shown above a board.
+fn agent_chips(ix: &Index<'_>, agent: &AgentInput) -> Vec<Chip> {
     let m = &ix.bundle().meta;
-    let chips = vec![
+    vec![
         Chip {
             label: "Agent".into(),
             value: visible(&agent.program),
@@ -381,45 +474,5 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
                 .map(|s| format!("{s} s"))
                 .unwrap_or_else(|| "not recorded".into()),
         },
-    ];
-    let other_boards = ix
-        .agents_in(category)
-        .iter()
-        .filter(|a| a.id != agent.id)
-        .map(|a| link(&path, &paths::board(category, &a.id), visible(&a.id)))
-        .collect();
-    Ok(PageModel {
-        common: common(
-            ix.input,
-            &path,
-            &format!("{category} board · agent {}", agent.id),
-            &format!("AgentRank board for {category} with agent {}", agent.id),
-        ),
-        template: "board.html",
-        view: PageView::Board(Box::new(BoardView {
-            category: visible(category),
-            agent: visible(&agent.id),
-            chips,
-            chart_svg,
-            chart_rows: table_rows,
-            pairs: crate::compare::board_pairs(ix, &path, category, &agent.id),
-            groups,
-            not_on_board,
-            category_refusal: ix.input.analysis.category_refusals.get(category).map(|r| {
-                refusal_view(
-                    ix,
-                    r,
-                    link(&path, "controls.html", "Controls behind this refusal"),
-                )
-            }),
-            low_sample: agent.low_sample,
-            agreement: link(
-                &path,
-                &paths::agreement(category),
-                "Agreement between agents",
-            ),
-            other_boards,
-        })),
-        path,
-    })
+    ]
 }
