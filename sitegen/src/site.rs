@@ -76,81 +76,9 @@ pub fn build_with(
         .flat_map(|(x, y)| [x.attempt_id.as_str(), y.attempt_id.as_str()])
         .collect();
 
-    // Attempt pages, with their tapes prepared for publication and scanned, in parallel.
-    struct AttemptOut {
-        page: (String, String),
-        tapes: Vec<pages::PublishedTape>,
-        hits: Vec<Hit>,
-        steps: Option<(String, Vec<crate::diff::Step>)>,
-    }
-    let attempt_outs: Vec<Result<AttemptOut, BuildError>> = input
-        .bundle
-        .attempts
-        .par_iter()
-        .map(|a| {
-            let tapes = pages::publish_tapes(&ix, a);
-            let mut hits = Vec::new();
-            for t in &tapes {
-                hits.extend(scanner.scan(&format!("{bundle_id}/{}", t.bundle_path), &t.text));
-            }
-            let model = pages::attempt(&ix, a, &tapes);
-            let html = renderer.render(&model)?;
-            let steps = in_diff
-                .contains(a.attempt_id.as_str())
-                .then(|| (a.attempt_id.clone(), crate::diff::steps(a, &tapes)));
-            Ok(AttemptOut {
-                page: (model.path, html),
-                tapes,
-                hits,
-                steps,
-            })
-        })
-        .collect();
+    let attempt_outs = attempt_pages(&ix, &scanner, renderer, &in_diff);
 
-    // Every other page model.
-    let mut models: Vec<PageModel> = vec![pages::home(&ix)];
-    for c in &ix.categories {
-        for a in input.bundle.agents.iter() {
-            if ix
-                .by_cell
-                .keys()
-                .any(|(cat, ag, _)| cat == c && *ag == a.id)
-                || ix.cells.keys().any(|(cat, ag, _)| cat == c && *ag == a.id)
-            {
-                models.push(pages::board(&ix, c, a)?);
-                for s in input.bundle.servers.iter().filter(|s| &s.category == c) {
-                    if ix.by_cell.contains_key(&(c, a.id.as_str(), s.id.as_str()))
-                        || ix.cells.contains_key(&(c, a.id.as_str(), s.id.as_str()))
-                    {
-                        models.push(pages::cell(&ix, c, &a.id, s));
-                    }
-                }
-            }
-        }
-        // The no-server control of each agent: a cell page of its own, never on a board.
-        for (cat, agent) in ix.control_cells.keys() {
-            if cat == c {
-                models.push(pages::cell(&ix, c, agent, &pages::no_server(c)));
-            }
-        }
-        models.push(pages::agreement(&ix, c)?);
-    }
-    for s in &input.bundle.servers {
-        models.push(pages::server(&ix, s));
-    }
-    for t in &input.bundle.tasks {
-        models.push(pages::task(&ix, t));
-    }
-    models.push(pages::controls(&ix));
-    models.push(pages::anomalies(&ix));
-    for (id, label) in pages::CONTENT_PAGES {
-        let text = input
-            .content
-            .get(*id)
-            .map(String::as_str)
-            .unwrap_or("# Not written yet\n\nThis page has no content in this build.\n");
-        models.push(pages::content(&ix, id, label, text));
-    }
+    let mut models = page_models(&ix)?;
 
     let mut pages_html: BTreeMap<String, String> = BTreeMap::new();
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -177,22 +105,7 @@ pub fn build_with(
             return Err(BuildError::DuplicatePath(out.page.0));
         }
     }
-    // Catalog files of snapshots sealed with private-set task text in them: published without it.
-    let mut redacted_catalog: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for f in &input.bundle.files {
-        if !(f.path.starts_with("catalog/") && f.path.ends_with(".toml")) {
-            continue;
-        }
-        if let Some(text) = crate::load::public_catalog_text(&String::from_utf8_lossy(&f.bytes)) {
-            let bytes = text.into_bytes();
-            let note = "private-set tasks withheld until they retire; this copy differs from the bundle's sha256";
-            published.insert(
-                f.path.clone(),
-                (bytes.len(), sha256_hex(&bytes), Some(note.into())),
-            );
-            redacted_catalog.insert(f.path.clone(), bytes);
-        }
-    }
+    let mut redacted_catalog = public_catalogs(input, &mut published);
     models.push(pages::downloads(&ix, &published));
     models.extend(crate::compare::pages(&ix));
     let no_steps = Vec::new();
@@ -255,19 +168,141 @@ pub fn build_with(
         return Err(BuildError::BrokenLinks(broken));
     }
     if let Some(base) = &input.base_url {
-        let base = base.trim_end_matches('/');
-        let mut xml = String::from(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
-        );
-        for p in pages_html.keys() {
-            xml.push_str(&format!("<url><loc>{base}/{p}</loc></url>\n"));
-        }
-        xml.push_str("</urlset>\n");
-        files.insert("sitemap.xml".to_string(), xml.into_bytes());
+        files.insert("sitemap.xml".to_string(), sitemap(base, &pages_html));
     }
     let n = pages_html.len();
     for (p, h) in pages_html {
         files.insert(p, h.into_bytes());
     }
     Ok(SiteOutput { files, pages: n })
+}
+
+/// One attempt's page, its tapes prepared for publication, their redaction hits and, when it takes
+/// part in a step-aligned diff, its steps.
+struct AttemptOut {
+    page: (String, String),
+    tapes: Vec<pages::PublishedTape>,
+    hits: Vec<Hit>,
+    steps: Option<(String, Vec<crate::diff::Step>)>,
+}
+
+/// Attempt pages, with their tapes prepared for publication and scanned, in parallel.
+fn attempt_pages(
+    ix: &Index<'_>,
+    scanner: &Scanner,
+    renderer: &Renderer,
+    in_diff: &BTreeSet<&str>,
+) -> Vec<Result<AttemptOut, BuildError>> {
+    let bundle_id = &ix.input.bundle.meta.bundle_id;
+    ix.input
+        .bundle
+        .attempts
+        .par_iter()
+        .map(|a| {
+            let tapes = pages::publish_tapes(ix, a);
+            let mut hits = Vec::new();
+            for t in &tapes {
+                hits.extend(scanner.scan(&format!("{bundle_id}/{}", t.bundle_path), &t.text));
+            }
+            let model = pages::attempt(ix, a, &tapes);
+            let html = renderer.render(&model)?;
+            let steps = in_diff
+                .contains(a.attempt_id.as_str())
+                .then(|| (a.attempt_id.clone(), crate::diff::steps(a, &tapes)));
+            Ok(AttemptOut {
+                page: (model.path, html),
+                tapes,
+                hits,
+                steps,
+            })
+        })
+        .collect()
+}
+
+/// Every page model but the attempt pages, the downloads page and the compare and diff pages: home,
+/// boards and cells, agreement, servers, tasks, controls, anomalies and the content pages.
+fn page_models(ix: &Index<'_>) -> Result<Vec<PageModel>, BuildError> {
+    let mut models: Vec<PageModel> = vec![pages::home(ix)];
+    for c in &ix.categories {
+        for a in ix.input.bundle.agents.iter() {
+            if ix
+                .by_cell
+                .keys()
+                .any(|(cat, ag, _)| cat == c && *ag == a.id)
+                || ix.cells.keys().any(|(cat, ag, _)| cat == c && *ag == a.id)
+            {
+                models.push(pages::board(ix, c, a)?);
+                for s in ix.input.bundle.servers.iter().filter(|s| &s.category == c) {
+                    if ix.by_cell.contains_key(&(c, a.id.as_str(), s.id.as_str()))
+                        || ix.cells.contains_key(&(c, a.id.as_str(), s.id.as_str()))
+                    {
+                        models.push(pages::cell(ix, c, &a.id, s));
+                    }
+                }
+            }
+        }
+        // The no-server control of each agent: a cell page of its own, never on a board.
+        for (cat, agent) in ix.control_cells.keys() {
+            if cat == c {
+                models.push(pages::cell(ix, c, agent, &pages::no_server(c)));
+            }
+        }
+        models.push(pages::agreement(ix, c)?);
+    }
+    for s in &ix.input.bundle.servers {
+        models.push(pages::server(ix, s));
+    }
+    for t in &ix.input.bundle.tasks {
+        models.push(pages::task(ix, t));
+    }
+    models.push(pages::controls(ix));
+    models.push(pages::anomalies(ix));
+    for (id, label) in pages::CONTENT_PAGES {
+        let text = ix
+            .input
+            .content
+            .get(*id)
+            .map(String::as_str)
+            .unwrap_or("# Not written yet\n\nThis page has no content in this build.\n");
+        models.push(pages::content(ix, id, label, text));
+    }
+
+    Ok(models)
+}
+
+/// Catalog files of snapshots sealed with private-set task text in them: published without it. Each
+/// is entered in `published` with its size, hash and a note; the result maps bundle path to bytes.
+fn public_catalogs(
+    input: &SiteInput,
+    published: &mut BTreeMap<String, (usize, String, Option<String>)>,
+) -> BTreeMap<String, Vec<u8>> {
+    let mut redacted_catalog: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for f in &input.bundle.files {
+        if !(f.path.starts_with("catalog/") && f.path.ends_with(".toml")) {
+            continue;
+        }
+        if let Some(text) = crate::load::public_catalog_text(&String::from_utf8_lossy(&f.bytes)) {
+            let bytes = text.into_bytes();
+            let note = "private-set tasks withheld until they retire; this copy differs from the bundle's sha256";
+            published.insert(
+                f.path.clone(),
+                (bytes.len(), sha256_hex(&bytes), Some(note.into())),
+            );
+            redacted_catalog.insert(f.path.clone(), bytes);
+        }
+    }
+    redacted_catalog
+}
+
+/// `sitemap.xml`: every page under the site's base URL.
+fn sitemap(base: &str, pages_html: &BTreeMap<String, String>) -> Vec<u8> {
+    let base = base.trim_end_matches('/');
+    let mut xml = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+    );
+    for p in pages_html.keys() {
+        xml.push_str(&format!("<url><loc>{base}/{p}</loc></url>\n"));
+    }
+    xml.push_str("</urlset>\n");
+    xml.into_bytes()
 }
