@@ -366,6 +366,43 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
         source: Box::new(source),
     })?;
     let d = &b.manifest.draft;
+    let meta = bundle_meta(&b.manifest);
+    let servers = d
+        .server_configs
+        .iter()
+        .map(|(id, v)| server_input(id, v))
+        .collect();
+    let agents = agent_inputs(d, &b.tables.attempts);
+    let (mut tasks, capabilities) = match &b.manifest.catalog_snapshot {
+        Some(rel) => read_catalog(&dir.join(rel))?,
+        None => (Vec::new(), BTreeMap::new()),
+    };
+    let tables = b.tables;
+    for t in &mut tasks {
+        fill_from_records(t, &tables);
+    }
+    tasks.sort_by(|a, b| a.category.cmp(&b.category).then(a.id.cmp(&b.id)));
+    let files = bundle_files(dir)?;
+    Ok(BundleInput {
+        meta,
+        servers,
+        agents,
+        tasks,
+        capabilities,
+        attempts: tables.attempts,
+        tool_calls: tables.tool_calls,
+        verifier_results: tables.verifier_results,
+        controls: tables.controls,
+        probes: tables.probes,
+        fixture_health: tables.fixture_health,
+        task_instances: tables.task_instances,
+        files,
+    })
+}
+
+/// What the site says about a bundle as a whole, from its manifest.
+fn bundle_meta(m: &agentrank_schema::manifest::Manifest) -> BundleMeta {
+    let d = &m.draft;
     let mut lock = BTreeMap::new();
     for sv in &d.lock.servers {
         lock.insert(
@@ -384,12 +421,12 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             format!("{} {}", ag.program, ag.program_version),
         );
     }
-    let meta = BundleMeta {
+    BundleMeta {
         bundle_id: d.bundle_id.clone(),
         sweep_id: d.sweep_id.clone(),
         methodology_version: d.methodology_version.clone(),
         catalog_version: d.catalog_version.clone(),
-        schema_version: b.manifest.schema_version.clone(),
+        schema_version: m.schema_version.clone(),
         started_at: d.created_at.clone(),
         isolation_backend: if d.unisolated {
             "none".into()
@@ -404,12 +441,15 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             .iter()
             .map(|(k, v)| (k.clone(), i64::try_from(*v).unwrap_or(i64::MAX)))
             .collect(),
-    };
-    let servers = d
-        .server_configs
-        .iter()
-        .map(|(id, v)| server_input(id, v))
-        .collect();
+    }
+}
+
+/// Every agent of a bundle: from its configuration as run, else its lock entry, else (seen only in
+/// the attempts) its id.
+fn agent_inputs(
+    d: &agentrank_schema::manifest::ManifestDraft,
+    attempts: &[agentrank_schema::records::AttemptRecord],
+) -> Vec<AgentInput> {
     let mut agents: Vec<AgentInput> = d
         .agent_configs
         .iter()
@@ -429,7 +469,7 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             });
         }
     }
-    for a in &b.tables.attempts {
+    for a in attempts {
         if !agents.iter().any(|x| x.id == a.agent_id) {
             agents.push(AgentInput {
                 id: a.agent_id.clone(),
@@ -441,44 +481,45 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             });
         }
     }
-    let (mut tasks, capabilities) = match &b.manifest.catalog_snapshot {
-        Some(rel) => read_catalog(&dir.join(rel))?,
-        None => (Vec::new(), BTreeMap::new()),
-    };
-    let tables = b.tables;
-    for t in &mut tasks {
-        if let Some(a) = tables.attempts.iter().find(|a| a.task_id == t.id) {
-            t.version = a.task_version.clone();
-            // A task known only by its attestation: what the attempts record of it.
-            if t.category.is_empty() {
-                t.category = a.category.clone();
-                t.capability = a.capability.clone();
-                t.class = a.class.clone();
-                t.tier = a.tier.clone();
-            }
-        }
-        let leak: Vec<&str> = tables
-            .controls
-            .iter()
-            .filter(|c| c.task_id == t.id && c.control_kind == "no-server" && c.passed)
-            .map(|c| c.agent_id.as_str())
-            .collect();
-        if !leak.is_empty() {
-            t.quarantined = Some(format!(
-                "the no-server control passed with agent(s) {}",
-                leak.join(", ")
-            ));
-        } else if tables
-            .attempts
-            .iter()
-            .any(|a| a.task_id == t.id && a.outcome == agentrank_schema::OutcomeClass::InvalidLeak)
-        {
-            t.quarantined = Some(
-                "an attempt passed every verifier with zero server calls (INVALID_LEAK)".into(),
-            );
+    agents
+}
+
+/// What the records add to a catalog task: the version its attempts ran, what they record of a task
+/// known only by its attestation, and why it is quarantined, if it is.
+fn fill_from_records(t: &mut TaskInput, tables: &agentrank_schema::bundle::Tables) {
+    if let Some(a) = tables.attempts.iter().find(|a| a.task_id == t.id) {
+        t.version = a.task_version.clone();
+        // A task known only by its attestation: what the attempts record of it.
+        if t.category.is_empty() {
+            t.category = a.category.clone();
+            t.capability = a.capability.clone();
+            t.class = a.class.clone();
+            t.tier = a.tier.clone();
         }
     }
-    tasks.sort_by(|a, b| a.category.cmp(&b.category).then(a.id.cmp(&b.id)));
+    let leak: Vec<&str> = tables
+        .controls
+        .iter()
+        .filter(|c| c.task_id == t.id && c.control_kind == "no-server" && c.passed)
+        .map(|c| c.agent_id.as_str())
+        .collect();
+    if !leak.is_empty() {
+        t.quarantined = Some(format!(
+            "the no-server control passed with agent(s) {}",
+            leak.join(", ")
+        ));
+    } else if tables
+        .attempts
+        .iter()
+        .any(|a| a.task_id == t.id && a.outcome == agentrank_schema::OutcomeClass::InvalidLeak)
+    {
+        t.quarantined =
+            Some("an attempt passed every verifier with zero server calls (INVALID_LEAK)".into());
+    }
+}
+
+/// Every file of a bundle with its SHA-256 (from `SHA256SUMS` where it lists the file).
+fn bundle_files(dir: &Path) -> Result<Vec<BundleFile>, LoadError> {
     let mut paths = Vec::new();
     walk(dir, dir, &mut paths)?;
     let sums: BTreeMap<String, String> = fs::read_to_string(dir.join("SHA256SUMS"))
@@ -507,21 +548,7 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
             bytes,
         });
     }
-    Ok(BundleInput {
-        meta,
-        servers,
-        agents,
-        tasks,
-        capabilities,
-        attempts: tables.attempts,
-        tool_calls: tables.tool_calls,
-        verifier_results: tables.verifier_results,
-        controls: tables.controls,
-        probes: tables.probes,
-        fixture_health: tables.fixture_health,
-        task_instances: tables.task_instances,
-        files,
-    })
+    Ok(files)
 }
 
 /// Reads one analysis table through the schema crate's reader, which checks its table name, its
@@ -630,6 +657,47 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             Vec::new()
         };
 
+    let mut cells = headline_cells(&completion, &gates, &first_try, &attributes, &latency);
+    cells.extend(baseline_cells(&doc));
+    let category_refusals = gates
+        .iter()
+        .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
+        .map(|g| (g.category.clone(), gate_refusal(g)))
+        .collect();
+    Ok(AnalysisInput {
+        pairs: pair_comparisons(&pair_differences, &separation),
+        gate_counts: gate_counts(&gates),
+        seed: u64::try_from(doc.method.seed).unwrap_or(0),
+        resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
+        cells,
+        agreement: agreement_pairs(&agreement),
+        test_retest: test_retests(&doc),
+        anomalies: flagged_anomalies(&anomalies),
+        category_refusals,
+        gates: gates
+            .iter()
+            .filter(|g| g.gate != "coverage")
+            .map(|g| {
+                (
+                    g.category.clone(),
+                    g.agent.clone(),
+                    g.status.clone(),
+                    gate_refusal(g),
+                )
+            })
+            .collect(),
+    })
+}
+
+/// The scored cells: one per headline Completion row, with the other tables' figures for the same
+/// (category, agent, server).
+fn headline_cells(
+    completion: &[an::CompletionRow],
+    gates: &[an::GateRow],
+    first_try: &[an::FirstTryRow],
+    attributes: &[an::AttributeRow],
+    latency: &[an::LatencyRow],
+) -> Vec<CellAnalysis> {
     let key = |c: &str, a: &str, s: &str| (c.to_string(), a.to_string(), s.to_string());
     let sensitivity: BTreeMap<_, _> = completion
         .iter()
@@ -664,33 +732,7 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
     let mut cells = Vec::new();
     for r in completion.iter().filter(|r| r.view == "headline") {
         let k = key(&r.category, &r.agent, &r.server);
-        let refusal = if r.status == "REFUSED" {
-            let g = gates.iter().find(|g| {
-                g.status == "REFUSED"
-                    && g.category == r.category
-                    && g.agent.as_deref().is_none_or(|a| a == r.agent)
-                    && g.server.as_deref().is_none_or(|s| s == r.server)
-                    && r.refusal_outcome.as_deref().is_none_or(|o| o == g.outcome)
-                    && r.refusal_gate.as_deref().is_none_or(|x| x == g.gate)
-            });
-            Some(match g {
-                Some(g) => gate_refusal(g),
-                None => Refusal {
-                    gate: r.refusal_gate.clone().unwrap_or_else(|| "unknown".into()),
-                    outcome: r
-                        .refusal_outcome
-                        .clone()
-                        .unwrap_or_else(|| "REFUSED".into()),
-                    reason: "no_gate_record".into(),
-                    explanation: "The analysis refused this cell but recorded no gate row for it."
-                        .into(),
-                    attempt_ids: r.attempt_ids.clone(),
-                    ..Refusal::default()
-                },
-            })
-        } else {
-            None
-        };
+        let refusal = (r.status == "REFUSED").then(|| cell_refusal(r, gates));
         let a = at.get(&k);
         let l = lat.get(&(
             r.category.clone(),
@@ -749,7 +791,39 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             baseline: None,
         });
     }
-    // The built-in agents' baselines (never scored: they have no completion row).
+    cells
+}
+
+/// Why a refused cell was refused: the gate row that refused it, or a stand-in naming the missing
+/// record.
+fn cell_refusal(r: &an::CompletionRow, gates: &[an::GateRow]) -> Refusal {
+    let g = gates.iter().find(|g| {
+        g.status == "REFUSED"
+            && g.category == r.category
+            && g.agent.as_deref().is_none_or(|a| a == r.agent)
+            && g.server.as_deref().is_none_or(|s| s == r.server)
+            && r.refusal_outcome.as_deref().is_none_or(|o| o == g.outcome)
+            && r.refusal_gate.as_deref().is_none_or(|x| x == g.gate)
+    });
+    match g {
+        Some(g) => gate_refusal(g),
+        None => Refusal {
+            gate: r.refusal_gate.clone().unwrap_or_else(|| "unknown".into()),
+            outcome: r
+                .refusal_outcome
+                .clone()
+                .unwrap_or_else(|| "REFUSED".into()),
+            reason: "no_gate_record".into(),
+            explanation: "The analysis refused this cell but recorded no gate row for it.".into(),
+            attempt_ids: r.attempt_ids.clone(),
+            ..Refusal::default()
+        },
+    }
+}
+
+/// The built-in agents' baselines (never scored: they have no completion row).
+fn baseline_cells(doc: &an::AnalysisDocument) -> Vec<CellAnalysis> {
+    let mut cells = Vec::new();
     for (category, c) in &doc.categories {
         for (agent, by_server) in &c.baselines {
             for (server, b) in by_server {
@@ -767,6 +841,12 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             }
         }
     }
+    cells
+}
+
+/// The agreement between two agents per category, over servers and over cells (test-retest rows
+/// are read apart).
+fn agreement_pairs(agreement: &[an::AgreementRow]) -> Vec<AgreementPair> {
     let mut pairs: BTreeMap<(String, String, String), AgreementPair> = BTreeMap::new();
     for r in agreement
         .iter()
@@ -787,7 +867,12 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             p.cells_spearman = i;
         }
     }
-    // Test-retest (§8.7, `analysis.json` `test_retest`): the server-Completion correlation between two
+    pairs.into_values().collect()
+}
+
+/// Test-retest (§8.7, `analysis.json` `test_retest`): the server-Completion correlation between two
+/// runs and the share of cells that moved, one pair of rows per (category, agent, runs).
+fn test_retests(doc: &an::AnalysisDocument) -> Vec<Retest> {
     // runs and the share of cells that moved, one pair of rows per (category, agent, runs).
     let mut retest: BTreeMap<(String, String, String), Retest> = BTreeMap::new();
     for r in &doc.test_retest {
@@ -809,11 +894,15 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             e.cells = r.n_points;
         }
     }
-    let category_refusals = gates
-        .iter()
-        .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
-        .map(|g| (g.category.clone(), gate_refusal(g)))
-        .collect();
+    retest.into_values().collect()
+}
+
+/// Each compared pair of servers with its paired difference and, when the separation table has it,
+/// the attempts behind it and the power to separate them.
+fn pair_comparisons(
+    pair_differences: &[an::PairDifferenceRow],
+    separation: &[an::SeparationRow],
+) -> Vec<PairComparison> {
     let sep: BTreeMap<_, _> = separation
         .iter()
         .map(|r| {
@@ -828,7 +917,7 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             )
         })
         .collect();
-    let compared = pair_differences
+    pair_differences
         .iter()
         .map(|p| {
             let s = sep.get(&(
@@ -857,8 +946,12 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
                 attempts_needed_per_server: s.and_then(|s| s.attempts_needed_per_server),
             }
         })
-        .collect();
-    let gate_counts = gates
+        .collect()
+}
+
+/// Each gate's counts as recorded, for the evidence tables.
+fn gate_counts(gates: &[an::GateRow]) -> Vec<GateCounts> {
+    gates
         .iter()
         .map(|g| GateCounts {
             category: g.category.clone(),
@@ -870,44 +963,26 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             counts: serde_json::from_str(&g.counts_json).unwrap_or(Value::Null),
             attempt_ids: g.attempt_ids.clone(),
         })
-        .collect();
-    Ok(AnalysisInput {
-        pairs: compared,
-        gate_counts,
-        seed: u64::try_from(doc.method.seed).unwrap_or(0),
-        resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
-        cells,
-        agreement: pairs.into_values().collect(),
-        test_retest: retest.into_values().collect(),
-        anomalies: anomalies
-            .iter()
-            .filter(|a| a.flagged)
-            .map(|a| Anomaly {
-                kind: a.kind.clone(),
-                category: a.category.clone(),
-                subject: [a.server.as_deref(), a.agent.as_deref(), a.task.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(" · "),
-                detail: a.detail.clone(),
-                attempt_ids: Vec::new(),
-            })
-            .collect(),
-        category_refusals,
-        gates: gates
-            .iter()
-            .filter(|g| g.gate != "coverage")
-            .map(|g| {
-                (
-                    g.category.clone(),
-                    g.agent.clone(),
-                    g.status.clone(),
-                    gate_refusal(g),
-                )
-            })
-            .collect(),
-    })
+        .collect()
+}
+
+/// The anomalies the analysis flagged.
+fn flagged_anomalies(anomalies: &[an::AnomalyRow]) -> Vec<Anomaly> {
+    anomalies
+        .iter()
+        .filter(|a| a.flagged)
+        .map(|a| Anomaly {
+            kind: a.kind.clone(),
+            category: a.category.clone(),
+            subject: [a.server.as_deref(), a.agent.as_deref(), a.task.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" · "),
+            detail: a.detail.clone(),
+            attempt_ids: Vec::new(),
+        })
+        .collect()
 }
 
 /// The published words from a `content/` directory: every `<id>.md`.
