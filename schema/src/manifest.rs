@@ -208,3 +208,89 @@ impl Manifest {
         s.into_bytes()
     }
 }
+
+/// A server configuration as a manifest records it (an entry of [`ManifestDraft::server_configs`]),
+/// read for publication. It is written as a [`crate::roster::ServerConfig`]; this is its reading
+/// side, and a lenient one: every field has a default and unknown fields are ignored, so a bundle
+/// sealed before or after a field was added still loads. Only read, never written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RecordedServerConfig {
+    /// Display name.
+    pub name: String,
+    pub category: String,
+    /// `None` when absent or not a word [`crate::roster::RosterRow`] knows.
+    #[serde(deserialize_with = "lenient_roster_row")]
+    pub row: Option<crate::roster::RosterRow>,
+    pub homepage: Option<String>,
+    pub package: RecordedPackage,
+    pub launch: RecordedLaunch,
+    /// Databases only: the engine the server is attached to, as written.
+    pub engine: Option<String>,
+    pub modes: RecordedModes,
+    pub fixes: Vec<RecordedFix>,
+    /// Capability → the tools that serve it.
+    pub capabilities: BTreeMap<String, Vec<String>>,
+}
+
+/// The package part of a [`RecordedServerConfig`] (a [`crate::roster::PackageSpec`] as written).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RecordedPackage {
+    /// `npm`, `pypi` or `remote`, as written.
+    pub registry: String,
+    pub name: String,
+    pub version: String,
+    /// The local path of a package an operator brought.
+    pub local: Option<String>,
+}
+
+/// The launch part of a [`RecordedServerConfig`] (a [`crate::roster::LaunchSpec`] as written).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RecordedLaunch {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Streamable HTTP only: the server's URL.
+    pub url: Option<String>,
+}
+
+/// The modes part of a [`RecordedServerConfig`] (a [`crate::roster::Modes`] as written).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RecordedModes {
+    /// The default mode's access word, as written.
+    pub default: String,
+    pub write: Option<RecordedWriteMode>,
+}
+
+/// The documented write-enabled mode of a [`RecordedServerConfig`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RecordedWriteMode {
+    pub args: Vec<String>,
+    pub documented: String,
+}
+
+/// One configuration fix of a [`RecordedServerConfig`] (a [`crate::roster::ConfigFix`] as written).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct RecordedFix {
+    pub problem: String,
+    pub fix: String,
+}
+
+impl RecordedServerConfig {
+    /// Read one entry of a manifest's `server_configs`.
+    pub fn from_manifest_value(v: &Value) -> Result<Self, serde_json::Error> {
+        Self::deserialize(v)
+    }
+}
+
+fn lenient_roster_row<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::roster::RosterRow>, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}

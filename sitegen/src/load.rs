@@ -1,11 +1,14 @@
 //! The loading edge: reads a sealed bundle (through the schema crate's reader), its files and task
 //! catalog snapshot, and an analysis directory (the analysis Parquet tables and `analysis.json`), and
-//! gathers them into [`SiteInput`]. Descriptive parts (server and agent configurations in the manifest,
-//! the catalog TOML) are read leniently, field by field, so a new optional field never breaks the site.
+//! gathers them into [`SiteInput`]. Descriptive parts are read leniently so a new optional field never
+//! breaks the site: the manifest's server configurations as the schema's [`RecordedServerConfig`]
+//! (every field defaulted, unknown fields ignored); agent configurations and the catalog TOML field by
+//! field.
 
 use crate::input::*;
 use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::manifest::RecordedServerConfig;
 use agentrank_schema::table::{Table, read_parquet};
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, PrivateAttestation};
 use bytes::Bytes;
@@ -64,30 +67,19 @@ fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError
 }
 
 /// A server as the site shows it, from its configuration as the manifest records it (the roster's
-/// [`agentrank_schema::roster::ServerConfig`] as JSON).
-pub fn server_input(id: &str, v: &Value) -> ServerInput {
-    let pkg = v.get("package").cloned().unwrap_or(Value::Null);
-    let launch = v.get("launch").cloned().unwrap_or(Value::Null);
-    let modes = v.get("modes").cloned().unwrap_or(Value::Null);
-    let strings = |x: Option<&Value>| -> Vec<String> {
-        x.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+/// [`agentrank_schema::roster::ServerConfig`], read as a [`RecordedServerConfig`]).
+pub fn server_input(id: &str, c: &RecordedServerConfig) -> ServerInput {
+    let (pkg, launch, modes) = (&c.package, &c.launch, &c.modes);
     // A server an operator brought is labelled wherever its name appears: a local package (not the
     // registry's) or a remote server (reached by URL, not run in the sandbox).
-    let local = pkg.get("local").and_then(Value::as_str);
-    let remote = s(&pkg, "registry") == "remote";
-    let name = Some(s(v, "name"))
+    let local = pkg.local.as_deref();
+    let remote = pkg.registry == "remote";
+    let name = Some(c.name.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| id.to_string());
     ServerInput {
         id: id.to_string(),
-        category: s(v, "category"),
+        category: c.category.clone(),
         display_name: match (local, remote) {
             (_, true) => format!("{name} (remote)"),
             (Some(_), _) => format!("{name} (local package)"),
@@ -96,68 +88,37 @@ pub fn server_input(id: &str, v: &Value) -> ServerInput {
         package: match (local, remote) {
             (_, true) => format!(
                 "{} (remote, Streamable HTTP: {})",
-                s(&pkg, "name"),
-                s(&launch, "url")
+                pkg.name,
+                launch.url.as_deref().unwrap_or_default()
             ),
-            (Some(path), _) => format!(
-                "{} ({}, local package {path})",
-                s(&pkg, "name"),
-                s(&pkg, "registry")
-            ),
-            _ => format!("{} ({})", s(&pkg, "name"), s(&pkg, "registry")),
+            (Some(path), _) => format!("{} ({}, local package {path})", pkg.name, pkg.registry),
+            _ => format!("{} ({})", pkg.name, pkg.registry),
         },
-        version: s(&pkg, "version"),
-        command: s(&launch, "command"),
-        args: strings(launch.get("args")),
-        env: launch
-            .get("env")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str()
-                                .map(String::from)
-                                .unwrap_or_else(|| v.to_string()),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        engine: v.get("engine").and_then(Value::as_str).map(String::from),
-        default_mode: Some(s(&modes, "default"))
+        version: pkg.version.clone(),
+        command: launch.command.clone(),
+        args: launch.args.clone(),
+        env: launch.env.clone(),
+        engine: c.engine.clone(),
+        default_mode: Some(modes.default.clone())
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| "not recorded".into()),
-        write_mode: modes.get("write").map(|w| {
-            let d = s(w, "documented");
-            let args = strings(w.get("args")).join(" ");
+        write_mode: modes.write.as_ref().map(|w| {
+            let d = &w.documented;
+            let args = w.args.join(" ");
             if d.is_empty() {
                 args
             } else {
                 format!("{args} ({d})")
             }
         }),
-        reference_row: v
-            .get("row")
-            .cloned()
-            .and_then(|r| serde_json::from_value::<agentrank_schema::roster::RosterRow>(r).ok())
-            == Some(agentrank_schema::roster::RosterRow::ReferenceRow),
-        config_fixes: v
-            .get("fixes")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|f| (s(f, "problem"), s(f, "fix"))).collect())
-            .unwrap_or_default(),
-        capability_map: v
-            .get("capabilities")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, t)| (k.clone(), strings(Some(t))))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        homepage: v.get("homepage").and_then(Value::as_str).map(String::from),
+        reference_row: c.row == Some(agentrank_schema::roster::RosterRow::ReferenceRow),
+        config_fixes: c
+            .fixes
+            .iter()
+            .map(|f| (f.problem.clone(), f.fix.clone()))
+            .collect(),
+        capability_map: c.capabilities.clone(),
+        homepage: c.homepage.clone(),
     }
 }
 
@@ -370,8 +331,15 @@ pub fn load_bundle(dir: &Path) -> Result<BundleInput, LoadError> {
     let servers = d
         .server_configs
         .iter()
-        .map(|(id, v)| server_input(id, v))
-        .collect();
+        .map(|(id, v)| {
+            RecordedServerConfig::from_manifest_value(v)
+                .map(|c| server_input(id, &c))
+                .map_err(|e| LoadError::Format {
+                    path: dir.join("manifest.json"),
+                    message: format!("server_configs.{id}: {e}"),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let agents = agent_inputs(d, &b.tables.attempts);
     let (mut tasks, capabilities) = match &b.manifest.catalog_snapshot {
         Some(rel) => read_catalog(&dir.join(rel))?,
@@ -1001,11 +969,12 @@ pub fn load_content(dir: &Path) -> Result<BTreeMap<String, String>, LoadError> {
 mod tests {
     use super::*;
 
-    fn config(package: Value, launch: Value) -> Value {
-        serde_json::json!({
+    fn config(package: Value, launch: Value) -> RecordedServerConfig {
+        RecordedServerConfig::from_manifest_value(&serde_json::json!({
             "id": "s", "name": "Vendor server", "category": "web-fetch", "row": "active",
             "package": package, "launch": launch,
-        })
+        }))
+        .expect("config")
     }
 
     #[test]
@@ -1044,5 +1013,22 @@ mod tests {
             remote.package,
             "s (remote, Streamable HTTP: https://mcp.example.org/mcp)"
         );
+    }
+
+    #[test]
+    fn a_reference_row_is_read_by_its_word_and_unknown_fields_are_ignored() {
+        let read = |row: &str| {
+            server_input(
+                "s",
+                &RecordedServerConfig::from_manifest_value(&serde_json::json!({
+                    "name": "S", "row": row, "a_field_from_elsewhere": {"x": 1},
+                }))
+                .expect("config"),
+            )
+        };
+        assert!(read("reference-row").reference_row);
+        assert!(!read("active").reference_row);
+        assert!(!read("reference").reference_row);
+        assert_eq!(read("active").default_mode, "not recorded");
     }
 }

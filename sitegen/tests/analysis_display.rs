@@ -55,7 +55,9 @@ fn the_real_rosters_reference_rows_are_labelled_on_the_site() {
     for (id, config) in [(&target, reference), (&other, active)] {
         let mut v = serde_json::to_value(config).expect("json");
         v["id"] = serde_json::Value::String(id.clone());
-        let probe = agentrank_sitegen::load::server_input(id, &v);
+        let recorded = agentrank_schema::manifest::RecordedServerConfig::from_manifest_value(&v)
+            .expect("a roster configuration reads as recorded");
+        let probe = agentrank_sitegen::load::server_input(id, &recorded);
         let expected = config.row == agentrank_schema::roster::RosterRow::ReferenceRow;
         assert_eq!(probe.reference_row, expected, "{id} from {}", config.id);
         if let Some(srv) = input.bundle.servers.iter_mut().find(|x| &x.id == id) {
