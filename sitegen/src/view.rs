@@ -166,10 +166,26 @@ pub struct CellView {
     pub extended: Vec<CellTaskRow>,
     /// Attempts of tasks outside the catalog (safety probes), one row per probe.
     pub probe_attempts: Vec<CellTaskRow>,
+    /// The agent's null-baseline attempts against this server, per task and null mode: never counted.
+    pub null_attempts: Vec<CellTaskRow>,
+    /// The cell's tool calls that did not answer cleanly, grouped by status and error message.
+    pub call_errors: Vec<CallErrorRow>,
     pub capabilities: Vec<CapabilityRow>,
     pub attributes: Vec<AttributeRow>,
     pub probes: Vec<ProbeRow>,
     pub excluded: Vec<AttemptLink>,
+}
+
+/// Tool calls of one cell that ended the same way: a status other than `ok`, the server's error
+/// message (whitespace collapsed, cut at 200 characters) when it sent one, how many calls, and the
+/// first attempt that saw it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CallErrorRow {
+    pub status: String,
+    pub message: String,
+    pub calls: usize,
+    pub attempts: usize,
+    pub example: Option<AttemptLink>,
 }
 
 /// One attribute with the text explaining how it was computed.

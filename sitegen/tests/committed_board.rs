@@ -317,4 +317,45 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
         board.contains("prompt"),
         "the board publishes the agent's settings"
     );
+
+    // Each cell page counts, per core task, what the analysis counted: the agent's null-baseline runs
+    // against the server are listed apart and counted nowhere.
+    for r in &web {
+        let cell_html = page(&out, &paths::cell("web-fetch", AGENT, &r.server));
+        for row in analysis
+            .cells
+            .iter()
+            .filter(|c| c.category == "web-fetch" && c.agent == AGENT && c.server == r.server)
+        {
+            let start = cell_html
+                .find(&format!("<tr id=\"task-{}\">", row.task))
+                .unwrap_or_else(|| panic!("{}: no row for {}", r.server, row.task));
+            let tr = &cell_html[start..start + cell_html[start..].find("</tr>").expect("row end")];
+            assert!(
+                tr.contains(&format!("{} / {}", row.passes, row.countable)),
+                "{}/{}: the analysis counts {} / {}; the cell page row is {tr}",
+                r.server,
+                row.task,
+                row.passes,
+                row.countable
+            );
+        }
+        assert!(
+            cell_html.contains("Null-baseline attempts"),
+            "{}: the null-baseline runs are listed apart",
+            r.server
+        );
+    }
+    // Why mcp-fetch-server completes nothing is one click from the board: the model fills the
+    // optional `proxy` argument with an empty string and the server rejects it as an invalid URL.
+    let fetch_server = text(&page(
+        &out,
+        &paths::cell("web-fetch", AGENT, "mcp-fetch-server"),
+    ));
+    assert!(
+        fetch_server.contains("Tool calls that did not answer cleanly")
+            && fetch_server.contains("proxy")
+            && fetch_server.contains("Invalid URL"),
+        "mcp-fetch-server's cell names its tool-call error"
+    );
 }

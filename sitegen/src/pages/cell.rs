@@ -28,6 +28,13 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
     let core = task_rows(ix, &path, (category, agent, s), attempts, "core");
     let extended = task_rows(ix, &path, (category, agent, s), attempts, "extended");
     let probe_attempts = probe_attempt_rows(ix, &path, attempts);
+    let null_attempts = null_attempt_rows(
+        &path,
+        ix.null_cells
+            .get(&(category, agent, s.id.as_str()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]),
+    );
     let attributes = c.map(attribute_rows).unwrap_or_default();
     let headline = cell_headline(c, agent, control);
     let safety: Vec<&ProbeRecord> = ix
@@ -102,6 +109,8 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
             core,
             extended,
             probe_attempts,
+            null_attempts,
+            call_errors: call_error_rows(ix, &path, attempts),
             capabilities: capability_rows(ix, s),
             attributes,
             probes: probe_rows(ix, &path, &safety),
@@ -208,6 +217,94 @@ fn probe_attempt_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -
             }
         })
         .collect()
+}
+
+/// One row per (task, null mode) of the agent's null-baseline attempts against this server, in task
+/// order: the evidence the null-baseline gate read, shown apart because it never counts for the cell.
+fn null_attempt_rows(path: &str, attempts: &[(&AttemptRecord, &str)]) -> Vec<CellTaskRow> {
+    let mut by_task: BTreeMap<(&str, &str), Vec<&AttemptRecord>> = BTreeMap::new();
+    for (a, kind) in attempts {
+        by_task
+            .entry((a.task_id.as_str(), kind))
+            .or_default()
+            .push(a);
+    }
+    by_task
+        .iter()
+        .map(|((task, kind), mine)| {
+            let (k, n) = headline_counts(mine);
+            let mode = kind.strip_prefix("null-").unwrap_or(kind);
+            CellTaskRow {
+                diff: None,
+                anchor: format!("null-{}-{}", paths::segment(mode), paths::segment(task)),
+                task: link(path, &paths::task(task), visible(task)),
+                capability: visible(&format!("{mode} null")),
+                advertised: false,
+                passes: k.to_string(),
+                counted: n.to_string(),
+                rate: if n == 0 {
+                    "no counted attempt".into()
+                } else {
+                    pct(k as f64 / n as f64)
+                },
+                attempts: mine.iter().map(|a| attempt_link(path, a)).collect(),
+                excluded: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// The cell's tool calls whose status is not `ok`, grouped by (status, message), most calls first: the
+/// reason a server's cell fails is often one error repeated, and it belongs one click from the board.
+fn call_error_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -> Vec<CallErrorRow> {
+    const MAX_CHARS: usize = 200;
+    let mut groups: BTreeMap<(String, String), (usize, Vec<&AttemptRecord>)> = BTreeMap::new();
+    for a in attempts {
+        for call in ix
+            .calls_by_attempt
+            .get(a.attempt_id.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            if call.status == "ok" {
+                continue;
+            }
+            let words: Vec<&str> = call
+                .protocol_error_message
+                .as_deref()
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect();
+            let mut message = words.join(" ");
+            if message.chars().count() > MAX_CHARS {
+                message = message.chars().take(MAX_CHARS).collect::<String>() + "…";
+            }
+            let e = groups.entry((call.status.clone(), message)).or_default();
+            e.0 += 1;
+            if e.1
+                .last()
+                .is_none_or(|last| last.attempt_id != a.attempt_id)
+            {
+                e.1.push(a);
+            }
+        }
+    }
+    let mut rows: Vec<CallErrorRow> = groups
+        .into_iter()
+        .map(|((status, message), (calls, seen))| CallErrorRow {
+            status: visible(&status),
+            message: if message.is_empty() {
+                "no message (the tool's own error result)".into()
+            } else {
+                visible(&message)
+            },
+            calls,
+            attempts: seen.len(),
+            example: seen.first().map(|a| attempt_link(path, a)),
+        })
+        .collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.calls));
+    rows
 }
 
 /// How each of the cell's attributes was computed, with its value.

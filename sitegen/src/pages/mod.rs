@@ -107,6 +107,10 @@ pub struct Index<'a> {
     pub calibration_attempts: BTreeSet<&'a str>,
     /// (category, agent) → no-server control attempts, in bundle order.
     pub control_cells: BTreeMap<(&'a str, &'a str), Vec<&'a AttemptRecord>>,
+    /// (category, agent, server) → the agent's null-baseline attempts against that server (a null mode
+    /// of the agent, such as every tool call answered empty), with their control kind: listed on the
+    /// cell page apart from the attempts behind its numbers, and in no cell, task or compare count.
+    pub null_cells: BTreeMap<(&'a str, &'a str, &'a str), NullRuns<'a>>,
     pub files: BTreeMap<&'a str, &'a crate::input::BundleFile>,
     pub verifier_by_attempt:
         BTreeMap<&'a str, Vec<&'a agentrank_schema::records::VerifierResultRecord>>,
@@ -119,6 +123,9 @@ pub struct Index<'a> {
     /// 1-based attempt numbers).
     pub diffs: crate::diff::DiffLinks<'a>,
 }
+
+/// A cell's null-baseline attempts, each with its control kind (`null-<mode>`).
+pub type NullRuns<'a> = Vec<(&'a AttemptRecord, &'a str)>;
 
 impl<'a> Index<'a> {
     pub fn new(input: &'a SiteInput) -> Index<'a> {
@@ -143,13 +150,33 @@ impl<'a> Index<'a> {
             .filter(|c| c.control_kind == "calibration")
             .map(|c| c.attempt_id.as_str())
             .collect();
+        // A null baseline the agent ran against a server (`null-<mode>` controls) is evidence for the
+        // null-baseline gate, never an attempt of the agent's cell.
+        let null_kinds: BTreeMap<&str, &str> = b
+            .controls
+            .iter()
+            .filter(|c| c.control_kind.starts_with("null-"))
+            .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
+            .collect();
         let mut by_cell: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut by_task: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut control_cells: BTreeMap<_, Vec<_>> = BTreeMap::new();
+        let mut null_cells: BTreeMap<_, Vec<_>> = BTreeMap::new();
         let mut attempts = BTreeMap::new();
         for a in &b.attempts {
             attempts.insert(a.attempt_id.as_str(), a);
             if calibration_attempts.contains(a.attempt_id.as_str()) {
+                continue;
+            }
+            if let Some(kind) = null_kinds.get(a.attempt_id.as_str()) {
+                null_cells
+                    .entry((
+                        a.category.as_str(),
+                        a.agent_id.as_str(),
+                        a.server_id.as_str(),
+                    ))
+                    .or_default()
+                    .push((a, *kind));
                 continue;
             }
             if control_attempts.contains(a.attempt_id.as_str()) {
@@ -202,6 +229,7 @@ impl<'a> Index<'a> {
             control_attempts,
             calibration_attempts,
             control_cells,
+            null_cells,
             files: b.files.iter().map(|f| (f.path.as_str(), f)).collect(),
             verifier_by_attempt: group(&b.verifier_results, |r| r.attempt_id.as_str()),
             calls_by_attempt: group(&b.tool_calls, |r| r.attempt_id.as_str()),
