@@ -4,9 +4,9 @@
 //! of a smoke task, in the order they ran; [`smoke_task`] decides which of them count and what they
 //! show, [`smoke_control`] what the runner's row records and [`smoke_gate`] the published verdict.
 //!
-//! The two read the same task differently, as they always have: the control row records whether the
-//! reference agent passed the task at least once (showing the first passing attempt, else the last),
-//! the gate asks that every countable attempt passed.
+//! Both read a task the same way: it passes when it has a countable attempt and every countable attempt
+//! passed. (The control row once passed a task the reference agent passed at least once, so a sweep
+//! whose smoke task both passed and failed staged a passing row beside a void published gate.)
 
 use super::{GateResult, GateStatus};
 use agentrank_schema::OutcomeClass;
@@ -43,7 +43,7 @@ impl SmokeTask {
     pub fn gate_passed(&self) -> bool {
         self.countable > 0 && self.passes == self.countable
     }
-    /// The control row's reading: some attempt passed.
+    /// Some attempt passed (the first such is the attempt a passing row shows).
     pub fn passed_once(&self) -> bool {
         self.shown
             .as_ref()
@@ -81,11 +81,21 @@ pub struct SmokeControl {
     pub detail: &'static str,
 }
 
-/// The control row of one smoke task from its attempts, in the order they ran.
+/// The control row of one smoke task from its attempts, in the order they ran: passed as the gate reads
+/// it ([`SmokeTask::gate_passed`]). The row shows the first passing attempt when the task passed, the
+/// first countable attempt that did not pass when another one did, and otherwise the last attempt.
 pub fn smoke_control(attempts: &[SmokeAttempt]) -> SmokeControl {
     let task = smoke_task(attempts);
-    let passed = task.passed_once();
-    let (attempt_id, outcome) = task.shown.map_or_else(
+    let passed = task.gate_passed();
+    let shown = if !passed && task.passes > 0 {
+        attempts
+            .iter()
+            .find(|a| a.outcome.headline_pass() == Some(false))
+            .cloned()
+    } else {
+        task.shown
+    };
+    let (attempt_id, outcome) = shown.map_or_else(
         || (String::new(), OutcomeClass::HarnessError),
         |a| (a.attempt_id, a.outcome),
     );
@@ -208,12 +218,25 @@ mod tests {
 
     #[test]
     fn control_rows() {
-        // A re-run class, then a pass: the pass is shown.
-        let c = smoke_control(&attempts(&[("a", HarnessError), ("b", Pass), ("c", Fail)]));
+        // A re-run class, then passes: the first pass is shown.
+        let c = smoke_control(&attempts(&[("a", HarnessError), ("b", Pass), ("c", Pass)]));
         assert_eq!(
             (c.attempt_id.as_str(), c.outcome, c.passed, c.consequence),
             ("b", Pass, true, None)
         );
+        // A pass and a fail: the row fails, as the gate does, and shows the failing attempt.
+        let c = smoke_control(&attempts(&[("a", HarnessError), ("b", Pass), ("c", Fail)]));
+        assert_eq!(
+            (c.attempt_id.as_str(), c.outcome, c.passed, c.consequence),
+            ("c", Fail, false, Some("sweep void"))
+        );
+        let mut one = BTreeMap::new();
+        one.insert(
+            "t".to_string(),
+            attempts(&[("a", HarnessError), ("b", Pass), ("c", Fail)]),
+        );
+        let g = smoke_gate(Some("ref"), &one, &BTreeSet::from(["t".to_string()]), true);
+        assert_eq!(g.status, GateStatus::Refused, "row and gate agree: {g:?}");
         assert_eq!(c.detail, CONTROL_DETAIL);
         // No pass: the last attempt is shown and the sweep is void.
         let c = smoke_control(&attempts(&[("a", Fail), ("b", HarnessError)]));
