@@ -1,0 +1,64 @@
+//! The sweep's inputs: the sweep file, the task catalog and roster it runs against, its isolation backend.
+
+use super::{SweepError, SweepOptions};
+use crate::catalog::{Catalog, load_catalog_dir};
+use crate::roster::Roster;
+use crate::sandbox::BackendKind;
+use agentrank_schema::sweep::SweepConfig;
+use std::path::Path;
+
+/// Reads and parses a sweep file, with errors naming the file and the field.
+pub fn load_sweep(path: &Path) -> Result<SweepConfig, SweepError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let de = toml::Deserializer::parse(&text).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    serde_path_to_error::deserialize(de).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: format!("field `{}`: {}", e.path(), e.inner()),
+    })
+}
+
+/// The specs a sweep runs against, loaded and checked.
+#[derive(Debug)]
+pub struct Specs {
+    pub catalog: Catalog,
+    pub roster: Roster,
+}
+
+/// Loads the task catalog and the roster.
+pub fn load_specs(opts: &SweepOptions) -> Result<Specs, SweepError> {
+    let mut catalog: Catalog =
+        load_catalog_dir(&opts.tasks_dir).map_err(|e| SweepError::Input {
+            file: opts.tasks_dir.clone(),
+            message: e.to_string(),
+        })?;
+    if let Some(dir) = &opts.private_tasks_dir {
+        crate::catalog::snapshot::add_private_tasks(&mut catalog, dir).map_err(|e| {
+            SweepError::Input {
+                file: dir.clone(),
+                message: e.to_string(),
+            }
+        })?;
+    }
+    let roster = Roster::load(&opts.roster_dir).map_err(|e| SweepError::Input {
+        file: opts.roster_dir.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(Specs { catalog, roster })
+}
+
+pub(super) fn backend_of(sweep: &SweepConfig, file: &Path) -> Result<BackendKind, SweepError> {
+    BackendKind::parse(&sweep.isolation).ok_or_else(|| SweepError::Input {
+        file: file.to_path_buf(),
+        message: format!(
+            "field `isolation`: `{}` is not a supported isolation backend (supported: {})",
+            sweep.isolation,
+            BackendKind::NAMES.join(", "),
+        ),
+    })
+}
