@@ -1,13 +1,12 @@
-//! Running one cell: its slots in order under the attempt rule, each slot re-run while it ends in an
-//! excluded class, staged attempts read back instead of run again.
+//! Running one cell: the attempts its policy (`policy::CellPolicy`) asks for, in turn, each run and
+//! staged, or read back when an earlier run staged it.
 
-use super::policy::headline;
+use super::SweepError;
+use super::policy::{CellPolicy, NextAttempt};
 use super::progress::ProgressLine;
-use super::{MAX_RERUNS, SweepError};
 use crate::attempt::{AttemptEnv, run_attempt};
-use crate::plan::rerun_slot;
 use agentrank_schema::OutcomeClass;
-use agentrank_schema::sweep::{AttemptRule, PlannedAttempt, SlotKind, SweepConfig};
+use agentrank_schema::sweep::{PlannedAttempt, SweepConfig};
 use std::time::Instant;
 
 /// Before an attempt of an agent on a managed local model: if the model server's process has ended
@@ -44,59 +43,42 @@ pub(super) fn run_cell(
     resumed: &mut usize,
 ) -> Result<Vec<OutcomeClass>, SweepError> {
     let mut outcomes = Vec::new();
-    let mut headline_results: Vec<bool> = Vec::new();
-    for slot in slots {
-        if slot.kind == SlotKind::Scored
-            && sweep.attempts == AttemptRule::Adaptive
-            && headline_results.len() >= 2
-        {
-            let agree = headline_results[0] == headline_results[1];
-            if agree {
-                break;
-            }
-        }
-        let mut current = (*slot).clone();
-        let mut rerun_of = None;
-        for rerun in 0..=MAX_RERUNS {
-            if rerun > 0 {
-                current = rerun_slot(sweep, slot, rerun);
-            }
-            let t = Instant::now();
-            let outcome = if env.staging.is_staged(&current.attempt_id) {
-                let unit = env.staging.read_unit(&current.attempt_id)?;
-                *resumed += 1;
-                let o = unit
-                    .attempts
-                    .first()
-                    .map_or(OutcomeClass::HarnessError, |a| a.outcome);
-                progress
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .report(&current, o.as_str(), 0.0, true);
-                o
-            } else {
-                revive_managed(env, &current.agent_id)?;
-                let unit = run_attempt(env, rt, &current, rerun, rerun_of.clone())?;
-                let o = unit
-                    .attempts
-                    .first()
-                    .map_or(OutcomeClass::HarnessError, |a| a.outcome);
-                env.staging.stage(&env.redactor.apply_record(&unit))?;
-                progress
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .report(&current, o.as_str(), t.elapsed().as_secs_f64(), false);
-                o
-            };
-            outcomes.push(outcome);
-            if !outcome.is_rerun_class() {
-                if let Some(p) = headline(outcome) {
-                    headline_results.push(p);
-                }
-                break;
-            }
-            rerun_of = Some(current.attempt_id.clone());
-        }
+    let mut policy = CellPolicy::new(sweep, slots);
+    while let Some(NextAttempt {
+        attempt: current,
+        rerun,
+        rerun_of,
+    }) = policy.next()
+    {
+        let t = Instant::now();
+        let outcome = if env.staging.is_staged(&current.attempt_id) {
+            let unit = env.staging.read_unit(&current.attempt_id)?;
+            *resumed += 1;
+            let o = unit
+                .attempts
+                .first()
+                .map_or(OutcomeClass::HarnessError, |a| a.outcome);
+            progress
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .report(&current, o.as_str(), 0.0, true);
+            o
+        } else {
+            revive_managed(env, &current.agent_id)?;
+            let unit = run_attempt(env, rt, &current, rerun, rerun_of)?;
+            let o = unit
+                .attempts
+                .first()
+                .map_or(OutcomeClass::HarnessError, |a| a.outcome);
+            env.staging.stage(&env.redactor.apply_record(&unit))?;
+            progress
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .report(&current, o.as_str(), t.elapsed().as_secs_f64(), false);
+            o
+        };
+        outcomes.push(outcome);
+        policy.record(&current.attempt_id, outcome);
     }
     Ok(outcomes)
 }

@@ -1,8 +1,8 @@
 //! The smoke gate (task spec §5) read from what is staged: one control row per smoke task.
 
+use super::SweepError;
 use super::config::Specs;
-use super::{MAX_RERUNS, SweepError};
-use crate::plan::rerun_slot;
+use super::policy::attempt_chain;
 use agentrank_gates::smoke::{SmokeAttempt, smoke_control};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::records::ControlRecord;
@@ -32,12 +32,7 @@ pub fn smoke_gate(
         }
         let mut attempts = Vec::new();
         for slot in &slots {
-            for rerun in 0..=MAX_RERUNS {
-                let s = if rerun == 0 {
-                    (*slot).clone()
-                } else {
-                    rerun_slot(&plan.sweep, slot, rerun)
-                };
+            for s in attempt_chain(&plan.sweep, slot) {
                 if staging.is_staged(&s.attempt_id) {
                     let unit = staging.read_unit(&s.attempt_id)?;
                     if let Some(a) = unit.attempts.first() {
