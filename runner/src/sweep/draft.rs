@@ -86,6 +86,26 @@ pub fn task_lint_record(catalog: &Catalog) -> TaskLintRecord {
     }
 }
 
+/// Why an agent's configuration record could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentConfigError {
+    #[error("no roster/agents/{0}.toml")]
+    NoAgent(String),
+    #[error("roster/agents/{agent}.toml: {message}")]
+    Roster { agent: String, message: String },
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+impl AgentConfigError {
+    fn roster(agent: &str, e: impl std::fmt::Display) -> Self {
+        AgentConfigError::Roster {
+            agent: agent.to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// The configuration of one agent as the manifest records it (`agent_configs`): the roster file as run
 /// (kind, pinned model, every setting, the tool-output limit), the program and its version, and for a
 /// managed local model its pins (server source and model file, by sha256, and the server flags). The
@@ -94,7 +114,7 @@ pub fn agent_config_record(
     roster_dir: &Path,
     roster: &Roster,
     agent: &str,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value, AgentConfigError> {
     let mut record = serde_json::Map::new();
     if crate::plan::BUILTIN_AGENTS.contains(&agent) {
         record.insert("id".into(), agent.into());
@@ -105,9 +125,9 @@ pub fn agent_config_record(
     let config = roster
         .agents
         .get(agent)
-        .ok_or_else(|| format!("no roster/agents/{agent}.toml"))?;
+        .ok_or_else(|| AgentConfigError::NoAgent(agent.to_string()))?;
     if let serde_json::Value::Object(m) =
-        serde_json::to_value(config).map_err(|e| format!("roster/agents/{agent}.toml: {e}"))?
+        serde_json::to_value(config).map_err(|e| AgentConfigError::roster(agent, e))?
     {
         record.extend(m);
     }
@@ -121,12 +141,9 @@ pub fn agent_config_record(
             .into(),
     );
     if let Some(pin) = crate::agents::managed::agent_pin(roster_dir, config)
-        .map_err(|e| format!("roster/agents/{agent}.toml: {e}"))?
+        .map_err(|e| AgentConfigError::roster(agent, e))?
     {
-        record.insert(
-            "managed_model".into(),
-            serde_json::to_value(&pin).map_err(|e| e.to_string())?,
-        );
+        record.insert("managed_model".into(), serde_json::to_value(&pin)?);
     }
     if config.kind == agentrank_schema::roster::AgentKind::Codex {
         record.insert(

@@ -23,7 +23,7 @@ use crate::attempt::SetupError;
 use agentrank_schema::sweep::SlotKind;
 pub use calibration::is_calibrated;
 pub use config::{Specs, load_specs, load_sweep};
-pub use draft::{agent_config_record, plan_sweep, task_lint_record};
+pub use draft::{AgentConfigError, agent_config_record, plan_sweep, task_lint_record};
 pub use lock::{SweepLock, take_lock};
 pub(crate) use policy::staged_attempts;
 pub use shards::{calibrate_plan, load_plan_file, merge, run_shard, shard_index};

@@ -104,6 +104,30 @@ pub fn execute(
         .enable_all()
         .build()
         .map_err(|e| SweepError::Setup(format!("starting the async runtime: {e}")))?;
+    let (outcomes, resumed, failed) = run_pool(&env, &rt, plan, select, opts.jobs);
+    databases.stop_all();
+    // The managed model servers stop here; their logs of this phase join the staging's `logs/`,
+    // redacted like the tapes, so a resumed sweep's bundle carries every phase's log.
+    drop(env);
+    drop(managed);
+    keep_model_logs(staging, &redactor)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok((outcomes, resumed))
+}
+
+/// The worker pool over the cells of `plan` that `select` accepts: `jobs` workers take them in plan
+/// order, each running a whole cell. Returns the outcome counts, how many attempts were found staged
+/// already, and the first error a worker stopped at (the others stop before their next cell).
+fn run_pool(
+    env: &AttemptEnv,
+    rt: &tokio::runtime::Runtime,
+    plan: &Plan,
+    select: &dyn Fn(&PlannedAttempt) -> bool,
+    jobs: usize,
+) -> (BTreeMap<String, usize>, usize, Option<SweepError>) {
+    let sweep = &plan.sweep;
     // Only the slots `select` accepts: a construct-extension cell holds every registered batch, and
     // running the cell whole ran batches the gate had not asked for yet.
     let cells: Vec<_> = plan
@@ -122,7 +146,7 @@ pub fn execute(
     let progress = std::sync::Mutex::new(ProgressLine::new(
         &firsts,
         std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        opts.jobs,
+        jobs,
     ));
     let outcomes: std::sync::Mutex<BTreeMap<String, usize>> = Default::default();
     let resumed = std::sync::atomic::AtomicUsize::new(0);
@@ -132,7 +156,7 @@ pub fn execute(
     // left, while others may still be running: what outlives one attempt (the database sidecars) is
     // started by a thread of its own (see `Databases`).
     std::thread::scope(|scope| {
-        for _ in 0..opts.jobs.max(1) {
+        for _ in 0..jobs.max(1) {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -144,7 +168,7 @@ pub fn execute(
                     }
                     let mut local_resumed = 0;
                     let cell_started = Instant::now();
-                    match run_cell(&env, &rt, sweep, slots, &progress, &mut local_resumed) {
+                    match run_cell(env, rt, sweep, slots, &progress, &mut local_resumed) {
                         Ok(got) => {
                             resumed.fetch_add(local_resumed, std::sync::atomic::Ordering::SeqCst);
                             let mut o = outcomes
@@ -179,21 +203,11 @@ pub fn execute(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .finish();
-    databases.stop_all();
-    // The managed model servers stop here; their logs of this phase join the staging's `logs/`,
-    // redacted like the tapes, so a resumed sweep's bundle carries every phase's log.
-    drop(env);
-    drop(managed);
-    keep_model_logs(staging, &redactor)?;
-    if let Some(e) = failed
+    let failed = failed
         .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-    {
-        return Err(e);
-    }
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let outcomes = outcomes
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let resumed = resumed.into_inner();
-    Ok((outcomes, resumed))
+    (outcomes, resumed.into_inner(), failed)
 }
