@@ -234,7 +234,31 @@ fn options(
         cache_dir: absolute(&paths.cache),
         chromium: chromium.to_string(),
         jobs: paths.jobs,
+        progress: stderr_progress(),
     }
+}
+
+/// Renders a sweep's progress events on standard error: on a terminal the attempt line is rewritten in
+/// place and ended with the phase; otherwise one line per attempt.
+fn stderr_progress() -> agentrank_runner::sweep::ProgressSink {
+    use agentrank_runner::sweep::SweepEvent;
+    use std::io::Write;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    agentrank_runner::sweep::ProgressSink::new(move |event| {
+        let mut err = std::io::stderr().lock();
+        match event {
+            SweepEvent::Attempt(line) if tty => {
+                let _ = write!(err, "\r\x1b[2K{line}");
+            }
+            SweepEvent::Attempt(line) | SweepEvent::Note(line) => {
+                let _ = writeln!(err, "{line}");
+            }
+            SweepEvent::PhaseEnd if tty => {
+                let _ = writeln!(err);
+            }
+            SweepEvent::PhaseEnd => {}
+        }
+    })
 }
 
 /// `path` made absolute against the current directory (sandboxes see only absolute paths).

@@ -3,6 +3,7 @@
 
 use super::config::Specs;
 use super::policy::staged_attempts;
+use super::progress::SweepEvent;
 use super::workers::execute;
 use super::{SweepError, SweepOptions};
 use agentrank_schema::bundle::Staging;
@@ -93,16 +94,17 @@ pub(super) fn calibrate_into(
         .iter()
         .filter(|s| s.kind == SlotKind::Calibration)
         .count();
-    eprintln!(
+    opts.progress.send(SweepEvent::Note(format!(
         "timeout calibration (Methodology §6.4): {n} calibration attempts under the {} s bound, before any scored attempt",
         plan.sweep.timeouts.max_s
-    );
+    )));
     execute(opts, specs, plan, staging, &|s| {
         s.kind == SlotKind::Calibration
     })?;
     let draft = freeze_budgets(plan, staging)?;
     for (agent, b) in &draft.timeout_budgets_s {
-        eprintln!("timeout budget: {agent} {b} s");
+        opts.progress
+            .send(SweepEvent::Note(format!("timeout budget: {agent} {b} s")));
     }
     Ok(draft)
 }

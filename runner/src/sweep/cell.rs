@@ -3,7 +3,7 @@
 
 use super::SweepError;
 use super::policy::{CellPolicy, NextAttempt};
-use super::progress::ProgressLine;
+use super::progress::{ProgressLine, ProgressSink, SweepEvent};
 use crate::attempt::{AttemptEnv, run_attempt};
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::sweep::{PlannedAttempt, SweepConfig};
@@ -13,7 +13,11 @@ use std::time::Instant;
 /// (a crash, the out-of-memory killer), start it again on the same port. The attempt that was using
 /// it when it died ended as an agent error (a re-run class), so its re-run finds the server back. A
 /// server that cannot be started again stops the sweep with the reason; what is staged is kept.
-pub(super) fn revive_managed(env: &AttemptEnv, agent: &str) -> Result<(), SweepError> {
+pub(super) fn revive_managed(
+    env: &AttemptEnv,
+    agent: &str,
+    sink: &ProgressSink,
+) -> Result<(), SweepError> {
     let uses_managed = env
         .roster
         .agents
@@ -27,7 +31,7 @@ pub(super) fn revive_managed(env: &AttemptEnv, agent: &str) -> Result<(), SweepE
             .revive()
             .map_err(|e| SweepError::Setup(format!("managed model server: {e}")))?
         {
-            eprintln!("{line}");
+            sink.send(SweepEvent::Note(line.to_string()));
         }
     }
     Ok(())
@@ -43,6 +47,11 @@ pub(super) fn run_cell(
     resumed: &mut usize,
 ) -> Result<Vec<OutcomeClass>, SweepError> {
     let mut outcomes = Vec::new();
+    let sink = progress
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .sink()
+        .clone();
     let mut policy = CellPolicy::new(sweep, slots);
     while let Some(NextAttempt {
         attempt: current,
@@ -64,7 +73,7 @@ pub(super) fn run_cell(
                 .report(&current, o.as_str(), 0.0, true);
             o
         } else {
-            revive_managed(env, &current.agent_id)?;
+            revive_managed(env, &current.agent_id, &sink)?;
             let unit = run_attempt(env, rt, &current, rerun, rerun_of)?;
             let o = unit
                 .attempts

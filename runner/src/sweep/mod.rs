@@ -26,6 +26,7 @@ pub use config::{Specs, load_specs, load_sweep};
 pub use draft::{AgentConfigError, agent_config_record, plan_sweep, task_lint_record};
 pub use lock::{SweepLock, take_lock};
 pub(crate) use policy::staged_attempts;
+pub use progress::{ProgressSink, SweepEvent};
 pub use shards::{calibrate_plan, load_plan_file, merge, run_shard, shard_index};
 pub use smoke::smoke_gate;
 pub(crate) use staging::open_or_create_staging;
@@ -52,6 +53,8 @@ pub struct SweepOptions {
     pub chromium: String,
     /// Attempts run at the same time (cells are independent; each attempt has its own world).
     pub jobs: usize,
+    /// Where the sweep reports its progress.
+    pub progress: ProgressSink,
 }
 
 /// A sweep that could not run, naming the file, field or command at fault.

@@ -1,13 +1,59 @@
-//! The progress line a sweep writes to standard error, one per attempt, with the estimate of the time left.
+//! What a sweep reports while it runs, as events sent to the caller's [`ProgressSink`] (the binary
+//! renders them on standard error): one progress line per attempt with the estimate of the time left,
+//! the end of a phase, and notes (calibration, budgets, the managed model servers).
 
 use agentrank_schema::sweep::PlannedAttempt;
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::sync::Arc;
 use std::time::Instant;
 
-/// One progress line per attempt: on a terminal the line is rewritten in place.
+/// One thing a running sweep reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SweepEvent {
+    /// An attempt ended or was found staged: its progress line (on a terminal, rewritten in place).
+    Attempt(String),
+    /// A phase's attempts are all done (on a terminal, the progress line is ended).
+    PhaseEnd,
+    /// A line of its own: calibration, frozen budgets, the managed model servers.
+    Note(String),
+}
+
+/// Where a sweep sends its [`SweepEvent`]s.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(&SweepEvent) + Send + Sync>);
+
+impl ProgressSink {
+    /// A sink that hands every event to `f`.
+    pub fn new(f: impl Fn(&SweepEvent) + Send + Sync + 'static) -> Self {
+        ProgressSink(Arc::new(f))
+    }
+
+    /// A sink that drops every event.
+    pub fn silent() -> Self {
+        ProgressSink::new(|_| {})
+    }
+
+    /// Sends one event.
+    pub fn send(&self, event: SweepEvent) {
+        (self.0)(&event);
+    }
+}
+
+impl Default for ProgressSink {
+    fn default() -> Self {
+        ProgressSink::silent()
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+/// One progress line per attempt, sent to the sink.
 pub(super) struct ProgressLine {
-    tty: bool,
+    sink: ProgressSink,
     /// Cells in the run and cells finished.
     total: usize,
     done: usize,
@@ -28,13 +74,13 @@ pub(super) struct AgentPace {
 }
 
 impl ProgressLine {
-    pub(super) fn new(cells: &[&PlannedAttempt], tty: bool, jobs: usize) -> ProgressLine {
+    pub(super) fn new(cells: &[&PlannedAttempt], sink: ProgressSink, jobs: usize) -> ProgressLine {
         let mut pace: BTreeMap<String, AgentPace> = BTreeMap::new();
         for c in cells {
             pace.entry(c.agent_id.clone()).or_default().remaining += 1;
         }
         ProgressLine {
-            tty,
+            sink,
             total: cells.len(),
             done: 0,
             pace,
@@ -112,17 +158,15 @@ impl ProgressLine {
             outcome,
             if resumed { " (staged earlier)" } else { "" },
         );
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[2K{line}");
-        } else {
-            let _ = writeln!(err, "{line}");
-        }
+        self.sink.send(SweepEvent::Attempt(line));
     }
+    /// The sink the lines go to.
+    pub(super) fn sink(&self) -> &ProgressSink {
+        &self.sink
+    }
+
     pub(super) fn finish(&self) {
-        if self.tty {
-            let _ = writeln!(std::io::stderr());
-        }
+        self.sink.send(SweepEvent::PhaseEnd);
     }
 }
 
@@ -168,7 +212,7 @@ mod progress_tests {
     fn time_left_weighs_each_agents_cells_at_its_own_pace() {
         let (model, fast) = (cell("model"), cell("reference"));
         let cells = vec![&model, &model, &model, &fast, &fast, &fast];
-        let mut p = ProgressLine::new(&cells, false, 2);
+        let mut p = ProgressLine::new(&cells, ProgressSink::silent(), 2);
         assert_eq!(p.time_left(), None);
         assert_eq!(time_left(None), "time left: estimating");
         p.cell_done("model", 100.0, true);

@@ -4,7 +4,7 @@
 use super::cell::run_cell;
 use super::config::{Specs, backend_of};
 use super::model_logs::{MODEL_LOGS, keep_model_logs};
-use super::progress::ProgressLine;
+use super::progress::{ProgressLine, ProgressSink, SweepEvent};
 use super::{SweepError, SweepOptions};
 use crate::attempt::{AttemptEnv, Databases};
 use agentrank_schema::bundle::Staging;
@@ -70,7 +70,7 @@ pub fn execute(
             .filter_map(|a| specs.roster.agents.get(*a)),
         &crate::agents::managed::model_cache_dir(),
         &staging.root().join(MODEL_LOGS),
-        &mut |l| eprintln!("{l}"),
+        &mut |l| opts.progress.send(SweepEvent::Note(l.to_string())),
     )
     .map_err(|e| SweepError::Setup(format!("managed model server: {e}")))?;
     let mut operator_env = crate::agents::operator::process_env();
@@ -104,7 +104,7 @@ pub fn execute(
         .enable_all()
         .build()
         .map_err(|e| SweepError::Setup(format!("starting the async runtime: {e}")))?;
-    let (outcomes, resumed, failed) = run_pool(&env, &rt, plan, select, opts.jobs);
+    let (outcomes, resumed, failed) = run_pool(&env, &rt, plan, select, &opts.progress, opts.jobs);
     databases.stop_all();
     // The managed model servers stop here; their logs of this phase join the staging's `logs/`,
     // redacted like the tapes, so a resumed sweep's bundle carries every phase's log.
@@ -125,6 +125,7 @@ fn run_pool(
     rt: &tokio::runtime::Runtime,
     plan: &Plan,
     select: &dyn Fn(&PlannedAttempt) -> bool,
+    sink: &ProgressSink,
     jobs: usize,
 ) -> (BTreeMap<String, usize>, usize, Option<SweepError>) {
     let sweep = &plan.sweep;
@@ -143,11 +144,7 @@ fn run_pool(
         .iter()
         .filter_map(|(_, s)| s.first().copied())
         .collect();
-    let progress = std::sync::Mutex::new(ProgressLine::new(
-        &firsts,
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        jobs,
-    ));
+    let progress = std::sync::Mutex::new(ProgressLine::new(&firsts, sink.clone(), jobs));
     let outcomes: std::sync::Mutex<BTreeMap<String, usize>> = Default::default();
     let resumed = std::sync::atomic::AtomicUsize::new(0);
     let next = std::sync::atomic::AtomicUsize::new(0);
