@@ -12,12 +12,13 @@
 //! its tape), a grace period, then SIGKILL. After a normal exit, leftovers get the same treatment.
 
 use std::collections::BTreeMap;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::{Pid, getpgrp};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, ChildStderr, Command};
 
 use super::{AgentError, Invocation, RunEnd};
 
@@ -59,21 +60,7 @@ pub async fn run_cli(
     let started = Instant::now();
     let deadline = tokio::time::Instant::now() + limit;
     let marker = run_marker();
-    let mut cmd = Command::new(&inv.program);
-    cmd.args(&inv.args)
-        .env_clear()
-        .envs(&inv.env)
-        .env(RUN_MARKER_VAR, &marker)
-        .current_dir(&inv.cwd)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|source| AgentError::Spawn {
-        program: inv.program.clone(),
-        source,
-    })?;
+    let mut child = spawn_agent(inv, &marker)?;
     let root = child.id().and_then(|id| i32::try_from(id).ok());
     let mut tree = Tree {
         marker: format!("{RUN_MARKER_VAR}={marker}"),
@@ -83,6 +70,61 @@ pub async fn run_cli(
         tree.remember(root);
     }
 
+    feed_stdin(&mut child, inv);
+    let stderr_task = child.stderr.take().map(drain_stderr);
+
+    let mut watch = Watch {
+        root,
+        tree,
+        started,
+        deadline,
+        grace,
+        timed_out: false,
+        status: None,
+    };
+    let lines = watch.read_stdout(&mut child).await;
+    watch.settle(&mut child).await;
+    let reaped = watch.reap_leftovers().await;
+    let stderr_tail = match stderr_task {
+        Some(task) => tokio::time::timeout(Duration::from_secs(2), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let end = run_end(watch.timed_out, watch.status);
+    Ok(CliOutput {
+        lines,
+        stderr_tail,
+        end,
+        elapsed: started.elapsed(),
+        reaped,
+    })
+}
+
+/// Spawns the program of `inv` in a process group of its own, with exactly its environment plus the
+/// run marker, and all three standard streams piped.
+fn spawn_agent(inv: &Invocation, marker: &str) -> Result<Child, AgentError> {
+    let mut cmd = Command::new(&inv.program);
+    cmd.args(&inv.args)
+        .env_clear()
+        .envs(&inv.env)
+        .env(RUN_MARKER_VAR, marker)
+        .current_dir(&inv.cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd.spawn().map_err(|source| AgentError::Spawn {
+        program: inv.program.clone(),
+        source,
+    })
+}
+
+/// Writes the prompt of `inv` to the child's stdin and closes it, in a task of its own.
+fn feed_stdin(child: &mut Child, inv: &Invocation) {
     if let Some(mut stdin) = child.stdin.take() {
         let input = inv.stdin.clone();
         tokio::spawn(async move {
@@ -91,28 +133,71 @@ pub async fn run_cli(
             let _ = stdin.shutdown().await;
         });
     }
-    let stderr_task = child.stderr.take().map(|mut stderr| {
-        tokio::spawn(async move {
-            let mut tail: Vec<u8> = Vec::new();
-            let mut buf = vec![0u8; 16 * 1024];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > STDERR_TAIL {
-                    let cut = tail.len() - STDERR_TAIL;
-                    tail.drain(..cut);
-                }
-            }
-            String::from_utf8_lossy(&tail).into_owned()
-        })
-    });
+}
 
-    let mut lines = Vec::new();
-    let mut timed_out = false;
-    let mut status = None;
-    if let Some(stdout) = child.stdout.take() {
+/// Drains stderr in a task of its own, keeping the last [`STDERR_TAIL`] bytes.
+fn drain_stderr(mut stderr: ChildStderr) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        let mut tail: Vec<u8> = Vec::new();
+        let mut buf = vec![0u8; 16 * 1024];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > STDERR_TAIL {
+                let cut = tail.len() - STDERR_TAIL;
+                tail.drain(..cut);
+            }
+        }
+        String::from_utf8_lossy(&tail).into_owned()
+    })
+}
+
+/// How a run ended, from whether it timed out and the exit status it left.
+fn run_end(timed_out: bool, status: Option<ExitStatus>) -> RunEnd {
+    if timed_out {
+        RunEnd::TimedOut
+    } else {
+        use std::os::unix::process::ExitStatusExt;
+        match status {
+            Some(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => RunEnd::Finished { exit_code: c },
+                (None, Some(sig)) => RunEnd::Signalled(sig),
+                (None, None) => RunEnd::Finished { exit_code: -1 },
+            },
+            None => RunEnd::Stopped("wait failed".into()),
+        }
+    }
+}
+
+/// The state of one running CLI agent: its process tree, its limits and what is known of its end.
+struct Watch {
+    /// The agent's pid (and process group), if it could be read.
+    root: Option<i32>,
+    tree: Tree,
+    started: Instant,
+    deadline: tokio::time::Instant,
+    grace: Duration,
+    timed_out: bool,
+    status: Option<ExitStatus>,
+}
+
+impl Watch {
+    /// Re-reads the agent's descendants, if its pid is known.
+    fn scan_root(&mut self) {
+        if let Some(root) = self.root {
+            self.tree.scan(root);
+        }
+    }
+
+    /// Reads and timestamps stdout lines while tracking the tree; at the deadline signals the tree with
+    /// SIGTERM and keeps reading for the grace period.
+    async fn read_stdout(&mut self, child: &mut Child) -> Vec<(i64, String)> {
+        let mut lines = Vec::new();
+        let Some(stdout) = child.stdout.take() else {
+            return lines;
+        };
         let mut reader = BufReader::new(stdout);
         let mut buf = Vec::new();
         let mut poll = tokio::time::interval(TREE_POLL);
@@ -125,111 +210,87 @@ pub async fn run_cli(
                     match read {
                         Ok(0) | Err(_) => break,
                         Ok(_) => {
-                            push_line(&mut lines, &buf, started);
+                            push_line(&mut lines, &buf, self.started);
                             buf.clear();
                         }
                     }
                 }
-                exited = child.wait(), if status.is_none() && !timed_out => {
-                    status = exited.ok();
+                exited = child.wait(), if self.status.is_none() && !self.timed_out => {
+                    self.status = exited.ok();
                     stop_at = Some(tokio::time::Instant::now() + EXIT_DRAIN);
                 }
                 _ = poll.tick() => {
-                    if let Some(root) = root {
-                        tree.scan(root);
-                    }
+                    self.scan_root();
                 }
                 _ = sleep_until_opt(stop_at) => break,
-                _ = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
-                    timed_out = true;
-                    if let Some(root) = root {
-                        tree.scan(root);
-                    }
-                    tree.scan_marker();
-                    tree.signal_all(Signal::SIGTERM);
+                _ = tokio::time::sleep_until(self.deadline), if !self.timed_out && self.status.is_none() => {
+                    self.timed_out = true;
+                    self.scan_root();
+                    self.tree.scan_marker();
+                    self.tree.signal_all(Signal::SIGTERM);
                     // Keep what the tree writes while it shuts down, up to the grace period.
-                    stop_at = Some(tokio::time::Instant::now() + grace);
+                    stop_at = Some(tokio::time::Instant::now() + self.grace);
                 }
             }
         }
         if !buf.is_empty() {
-            push_line(&mut lines, &buf, started);
+            push_line(&mut lines, &buf, self.started);
         }
+        lines
     }
 
-    if timed_out {
-        if tokio::time::timeout(grace, child.wait()).await.is_err() {
-            tree.signal_all(Signal::SIGKILL);
-        }
-        let _ = child.wait().await;
-    } else if status.is_none() {
-        // Stdout closed: wait for the program within what is left of the limit.
-        match tokio::time::timeout_at(deadline, child.wait()).await {
-            Ok(Ok(s)) => status = Some(s),
-            Ok(Err(_)) => {}
-            Err(_) => {
-                timed_out = true;
-                if let Some(root) = root {
-                    tree.scan(root);
+    /// Waits for the program after stdout ended: a timed-out tree gets SIGKILL after the grace period;
+    /// otherwise the program is awaited within what is left of the limit, and stopped if it overruns.
+    async fn settle(&mut self, child: &mut Child) {
+        let grace = self.grace;
+        if self.timed_out {
+            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                self.tree.signal_all(Signal::SIGKILL);
+            }
+            let _ = child.wait().await;
+        } else if self.status.is_none() {
+            // Stdout closed: wait for the program within what is left of the limit.
+            match tokio::time::timeout_at(self.deadline, child.wait()).await {
+                Ok(Ok(s)) => self.status = Some(s),
+                Ok(Err(_)) => {}
+                Err(_) => {
+                    self.timed_out = true;
+                    self.scan_root();
+                    self.tree.signal_all(Signal::SIGTERM);
+                    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                        self.tree.signal_all(Signal::SIGKILL);
+                    }
+                    let _ = child.wait().await;
                 }
-                tree.signal_all(Signal::SIGTERM);
-                if tokio::time::timeout(grace, child.wait()).await.is_err() {
-                    tree.signal_all(Signal::SIGKILL);
-                }
-                let _ = child.wait().await;
             }
         }
     }
-    if let Some(root) = root {
-        tree.scan(root);
-    }
-    tree.scan_marker();
 
-    // Leftovers (an MCP server that outlived its client, a detached helper) end with the run.
-    let reaped = tree.alive().len();
-    if reaped > 0 {
-        tree.signal_all(Signal::SIGTERM);
-        let until = Instant::now() + grace;
-        while !tree.alive().is_empty() && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+    /// Ends whatever of the tree is still alive (SIGTERM, up to the grace period, SIGKILL), then the
+    /// agent's own group; returns how many processes were still alive.
+    async fn reap_leftovers(&mut self) -> usize {
+        self.scan_root();
+        self.tree.scan_marker();
+
+        // Leftovers (an MCP server that outlived its client, a detached helper) end with the run.
+        let reaped = self.tree.alive().len();
+        if reaped > 0 {
+            self.tree.signal_all(Signal::SIGTERM);
+            let until = Instant::now() + self.grace;
+            while !self.tree.alive().is_empty() && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            self.tree.signal_all(Signal::SIGKILL);
         }
-        tree.signal_all(Signal::SIGKILL);
+        if let Some(root) = self.root {
+            // The agent's own group, in case a member escaped the scans (it cannot be this process's
+            // group: the agent was started with a group of its own).
+            if root != getpgrp().as_raw() {
+                let _ = killpg(Pid::from_raw(root), Signal::SIGKILL);
+            }
+        }
+        reaped
     }
-    if let Some(root) = root {
-        // The agent's own group, in case a member escaped the scans (it cannot be this process's group:
-        // the agent was started with a group of its own).
-        if root != getpgrp().as_raw() {
-            let _ = killpg(Pid::from_raw(root), Signal::SIGKILL);
-        }
-    }
-    let stderr_tail = match stderr_task {
-        Some(task) => tokio::time::timeout(Duration::from_secs(2), task)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default(),
-        None => String::new(),
-    };
-    let end = if timed_out {
-        RunEnd::TimedOut
-    } else {
-        use std::os::unix::process::ExitStatusExt;
-        match status {
-            Some(s) => match (s.code(), s.signal()) {
-                (Some(c), _) => RunEnd::Finished { exit_code: c },
-                (None, Some(sig)) => RunEnd::Signalled(sig),
-                (None, None) => RunEnd::Finished { exit_code: -1 },
-            },
-            None => RunEnd::Stopped("wait failed".into()),
-        }
-    };
-    Ok(CliOutput {
-        lines,
-        stderr_tail,
-        end,
-        elapsed: started.elapsed(),
-        reaped,
-    })
 }
 
 /// How long stdout is still read after the program exited.
