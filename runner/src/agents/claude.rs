@@ -161,24 +161,27 @@ fn usage_tokens(usage: &Value) -> (u64, u64) {
 
 /// Parses Claude Code's stream-json stdout (lines with arrival times in µs). Pure.
 pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream {
-    let prefix = format!("mcp__{server_name}__");
-    let mut p = ParsedStream::default();
-    // Usage per assistant message id (one message arrives as several events repeating its usage).
-    let mut message_usage: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    let mut last_text: Option<String> = None;
-    let mut switched = false;
+    let mut parser = StreamParser {
+        prefix: format!("mcp__{server_name}__"),
+        p: ParsedStream::default(),
+        message_usage: BTreeMap::new(),
+        last_text: None,
+        switched: false,
+    };
     for (n, (t, line)) in lines.iter().enumerate() {
         let t = *t;
         if line.trim().is_empty() {
             continue;
         }
         let Ok(event) = serde_json::from_str::<Value>(line) else {
-            p.unparseable
+            parser
+                .p
+                .unparseable
                 .push(format!("line {}: {}", n + 1, clip(line.trim(), 120)));
             continue;
         };
         let Some(kind) = event.get("type").and_then(Value::as_str) else {
-            p.unparseable.push(format!(
+            parser.p.unparseable.push(format!(
                 "line {}: no event type: {}",
                 n + 1,
                 clip(line, 120)
@@ -187,258 +190,313 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
         };
         match kind {
             "system" if event.get("subtype").and_then(Value::as_str) == Some("init") => {
-                p.reported_model = event.get("model").and_then(Value::as_str).map(String::from);
-                p.advertised_tools = event
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|x| x.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let mut tl = turn(t, "system", "event");
-                tl.text = Some("init".into());
-                tl.data = Some(json!({
-                    "model": event.get("model"),
-                    "tools": event.get("tools"),
-                    "mcp_servers": event.get("mcp_servers"),
-                    "claude_code_version": event.get("claude_code_version"),
-                }));
-                p.turns.push(tl);
+                parser.on_init(t, &event);
             }
-            "assistant" => {
-                let message = event.get("message").cloned().unwrap_or(Value::Null);
-                // Every real reply must come from the model the CLI started with (error messages the
-                // CLI makes up itself say `<synthetic>`).
-                if let (Some(init), Some(model)) = (
-                    p.reported_model.as_deref(),
-                    message.get("model").and_then(Value::as_str),
-                ) && model != init
-                    && model != "<synthetic>"
-                    && !switched
-                {
-                    switched = true;
-                    p.harness_faults.push(HarnessFault::ModelMismatch {
-                        pinned: init.to_string(),
-                        reported: model.to_string(),
-                    });
-                }
-                if let (Some(id), Some(usage)) = (
-                    message.get("id").and_then(Value::as_str),
-                    message.get("usage"),
-                ) {
-                    message_usage.insert(id.to_string(), usage_tokens(usage));
-                }
-                let api_error = event.get("error").and_then(Value::as_str).map(String::from);
-                let flagged = event
-                    .get("isApiErrorMessage")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let blocks = message
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for block in &blocks {
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            let text = block
-                                .get("text")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string();
-                            if flagged || api_error.is_some() || text.starts_with("API Error") {
-                                let what = api_error.clone().unwrap_or_default();
-                                let line = format!("{what} {text}").trim().to_string();
-                                if what.contains("rate_limit") || rate_limit_signal(&text).is_some()
-                                {
-                                    p.rate_limits.push(clip(&line, 300));
-                                } else {
-                                    p.agent_errors.push(clip(&line, 300));
-                                }
-                                let mut tl = turn(t, "assistant", "event");
-                                tl.text = Some(text);
-                                tl.data = Some(json!({"api_error": api_error}));
-                                p.turns.push(tl);
-                            } else {
-                                let mut tl = turn(t, "assistant", "message");
-                                tl.text = Some(text.clone());
-                                p.turns.push(tl);
-                                last_text = Some(text);
-                            }
-                        }
-                        Some("thinking") => {
-                            let mut tl = turn(t, "assistant", "event");
-                            tl.text = block
-                                .get("thinking")
-                                .and_then(Value::as_str)
-                                .map(String::from);
-                            tl.data = Some(json!({"type": "thinking"}));
-                            p.turns.push(tl);
-                        }
-                        Some("tool_use") => {
-                            let name = block
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string();
-                            let id = block
-                                .get("id")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string();
-                            let mut tl = turn(t, "assistant", "tool_call");
-                            tl.tool = Some(name.clone());
-                            tl.call_id = Some(id.clone());
-                            tl.data = block.get("input").cloned();
-                            p.turns.push(tl);
-                            if let Some(tool) = name.strip_prefix(&prefix) {
-                                p.server_calls += 1;
-                                p.pending.push((id, tool.to_string()));
-                            } else {
-                                p.builtin_uses.push(name);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            "user" => {
-                let blocks = event
-                    .pointer("/message/content")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for block in &blocks {
-                    if block.get("type").and_then(Value::as_str) != Some("tool_result") {
-                        continue;
-                    }
-                    let id = block
-                        .get("tool_use_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    let (text, image) = text_of(block.get("content").unwrap_or(&Value::Null));
-                    let is_error = block
-                        .get("is_error")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                    let tool = p
-                        .pending
-                        .iter()
-                        .position(|(call, _)| *call == id)
-                        .map(|i| p.pending.remove(i).1);
-                    if tool.is_some()
-                        && let Some(line) = browser_missing_signal(&text)
-                    {
-                        p.harness_faults.push(HarnessFault::Environment(format!(
-                            "the server's browser is missing: {line}"
-                        )));
-                    }
-                    let mut tl = turn(t, "tool", "tool_result");
-                    tl.tool = tool;
-                    tl.call_id = Some(id);
-                    tl.text = Some(text);
-                    tl.data = Some(json!({"is_error": is_error, "has_image": image}));
-                    p.turns.push(tl);
-                }
-            }
-            "rate_limit_event" => {
-                let info = event.get("rate_limit_info").cloned().unwrap_or(Value::Null);
-                let status = info.get("status").and_then(Value::as_str).unwrap_or("");
-                if status == "rejected" {
-                    p.rate_limits.push(format!(
-                        "rate_limit_event: status rejected ({})",
-                        info.get("rateLimitType")
-                            .and_then(Value::as_str)
-                            .unwrap_or("unknown window")
-                    ));
-                }
-                let mut tl = turn(t, "system", "event");
-                tl.text = Some(format!("rate limit status: {status}"));
-                tl.data = Some(info);
-                p.turns.push(tl);
-            }
-            "result" => {
-                p.completed = true;
-                let subtype = event
-                    .get("subtype")
+            "assistant" => parser.on_assistant(t, &event),
+            "user" => parser.on_user(t, &event),
+            "rate_limit_event" => parser.on_rate_limit(t, &event),
+            "result" => parser.on_result(t, &event),
+            other => parser.on_other(t, &event, other),
+        }
+    }
+    parser.finish()
+}
+
+/// The state of one pass over a Claude Code stream: what is parsed so far and what later events need.
+struct StreamParser {
+    /// `mcp__<server>__`, the prefix of the server's tool names.
+    prefix: String,
+    p: ParsedStream,
+    /// Usage per assistant message id (one message arrives as several events repeating its usage).
+    message_usage: BTreeMap<String, (u64, u64)>,
+    last_text: Option<String>,
+    /// Whether a model-id mismatch was already reported.
+    switched: bool,
+}
+
+impl StreamParser {
+    /// `system`/`init`: the model id and the advertised tools.
+    fn on_init(&mut self, t: i64, event: &Value) {
+        self.p.reported_model = event.get("model").and_then(Value::as_str).map(String::from);
+        self.p.advertised_tools = event
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut tl = turn(t, "system", "event");
+        tl.text = Some("init".into());
+        tl.data = Some(json!({
+            "model": event.get("model"),
+            "tools": event.get("tools"),
+            "mcp_servers": event.get("mcp_servers"),
+            "claude_code_version": event.get("claude_code_version"),
+        }));
+        self.p.turns.push(tl);
+    }
+
+    /// `assistant`: the model check, the message's usage, then each content block.
+    fn on_assistant(&mut self, t: i64, event: &Value) {
+        let message = event.get("message").cloned().unwrap_or(Value::Null);
+        // Every real reply must come from the model the CLI started with (error messages the
+        // CLI makes up itself say `<synthetic>`).
+        if let (Some(init), Some(model)) = (
+            self.p.reported_model.as_deref(),
+            message.get("model").and_then(Value::as_str),
+        ) && model != init
+            && model != "<synthetic>"
+            && !self.switched
+        {
+            self.switched = true;
+            self.p.harness_faults.push(HarnessFault::ModelMismatch {
+                pinned: init.to_string(),
+                reported: model.to_string(),
+            });
+        }
+        if let (Some(id), Some(usage)) = (
+            message.get("id").and_then(Value::as_str),
+            message.get("usage"),
+        ) {
+            self.message_usage
+                .insert(id.to_string(), usage_tokens(usage));
+        }
+        let api_error = event.get("error").and_then(Value::as_str).map(String::from);
+        let flagged = event
+            .get("isApiErrorMessage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let blocks = message
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for block in &blocks {
+            self.assistant_block(t, block, flagged, &api_error);
+        }
+    }
+
+    /// One content block of an assistant message: text (or an API error), thinking, or a tool use.
+    fn assistant_block(
+        &mut self,
+        t: i64,
+        block: &Value,
+        flagged: bool,
+        api_error: &Option<String>,
+    ) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = block
+                    .get("text")
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let is_error = event
-                    .get("is_error")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let result_text = event
-                    .get("result")
+                if flagged || api_error.is_some() || text.starts_with("API Error") {
+                    let what = api_error.clone().unwrap_or_default();
+                    let line = format!("{what} {text}").trim().to_string();
+                    if what.contains("rate_limit") || rate_limit_signal(&text).is_some() {
+                        self.p.rate_limits.push(clip(&line, 300));
+                    } else {
+                        self.p.agent_errors.push(clip(&line, 300));
+                    }
+                    let mut tl = turn(t, "assistant", "event");
+                    tl.text = Some(text);
+                    tl.data = Some(json!({"api_error": api_error}));
+                    self.p.turns.push(tl);
+                } else {
+                    let mut tl = turn(t, "assistant", "message");
+                    tl.text = Some(text.clone());
+                    self.p.turns.push(tl);
+                    self.last_text = Some(text);
+                }
+            }
+            Some("thinking") => {
+                let mut tl = turn(t, "assistant", "event");
+                tl.text = block
+                    .get("thinking")
                     .and_then(Value::as_str)
                     .map(String::from);
-                if let Some(usage) = event.get("usage") {
-                    let (i, o) = usage_tokens(usage);
-                    p.tokens_in = Some(i);
-                    p.tokens_out = Some(o);
-                }
-                p.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64);
-                if is_error || subtype != "success" {
-                    let text = result_text.clone().unwrap_or_else(|| subtype.clone());
-                    let errors: Vec<String> = event
-                        .get("errors")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|x| x.as_str().map(String::from))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let all = std::iter::once(text.clone())
-                        .chain(errors)
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    if let Some(line) = rate_limit_signal(&all) {
-                        p.rate_limits.push(format!("result: {line}"));
-                    } else {
-                        p.agent_errors
-                            .push(format!("result {subtype}: {}", clip(all.trim(), 300)));
-                    }
+                tl.data = Some(json!({"type": "thinking"}));
+                self.p.turns.push(tl);
+            }
+            Some("tool_use") => {
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let id = block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let mut tl = turn(t, "assistant", "tool_call");
+                tl.tool = Some(name.clone());
+                tl.call_id = Some(id.clone());
+                tl.data = block.get("input").cloned();
+                self.p.turns.push(tl);
+                if let Some(tool) = name.strip_prefix(&self.prefix) {
+                    self.p.server_calls += 1;
+                    self.p.pending.push((id, tool.to_string()));
                 } else {
-                    p.final_message = result_text.or_else(|| last_text.clone());
+                    self.p.builtin_uses.push(name);
                 }
-                let mut tl = turn(t, "system", "usage");
-                tl.text = Some(subtype);
-                tl.data = Some(json!({
-                    "is_error": is_error,
-                    "num_turns": event.get("num_turns"),
-                    "duration_ms": event.get("duration_ms"),
-                    "usage": event.get("usage"),
-                    "total_cost_usd": event.get("total_cost_usd"),
-                    "permission_denials": event.get("permission_denials"),
-                }));
-                p.turns.push(tl);
             }
-            other => {
-                let mut tl = turn(t, "system", "event");
-                tl.text = Some(
-                    event
-                        .get("subtype")
-                        .and_then(Value::as_str)
-                        .map(|s| format!("{other}/{s}"))
-                        .unwrap_or_else(|| other.to_string()),
-                );
-                p.turns.push(tl);
-            }
+            _ => {}
         }
     }
-    if !p.completed {
-        // No final accounting: sum what the per-message usage said (a floor), keep the last text.
-        if !message_usage.is_empty() {
-            p.tokens_in = Some(message_usage.values().map(|u| u.0).sum());
-            p.tokens_out = Some(message_usage.values().map(|u| u.1).sum());
+
+    /// `user`: the `tool_result` blocks, matched to their pending calls.
+    fn on_user(&mut self, t: i64, event: &Value) {
+        let blocks = event
+            .pointer("/message/content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for block in &blocks {
+            if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            let id = block
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let (text, image) = text_of(block.get("content").unwrap_or(&Value::Null));
+            let is_error = block
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let tool = self
+                .p
+                .pending
+                .iter()
+                .position(|(call, _)| *call == id)
+                .map(|i| self.p.pending.remove(i).1);
+            if tool.is_some()
+                && let Some(line) = browser_missing_signal(&text)
+            {
+                self.p
+                    .harness_faults
+                    .push(HarnessFault::Environment(format!(
+                        "the server's browser is missing: {line}"
+                    )));
+            }
+            let mut tl = turn(t, "tool", "tool_result");
+            tl.tool = tool;
+            tl.call_id = Some(id);
+            tl.text = Some(text);
+            tl.data = Some(json!({"is_error": is_error, "has_image": image}));
+            self.p.turns.push(tl);
         }
-        p.final_message = last_text;
     }
-    p
+
+    /// `rate_limit_event`: a rejected status is a rate limit.
+    fn on_rate_limit(&mut self, t: i64, event: &Value) {
+        let info = event.get("rate_limit_info").cloned().unwrap_or(Value::Null);
+        let status = info.get("status").and_then(Value::as_str).unwrap_or("");
+        if status == "rejected" {
+            self.p.rate_limits.push(format!(
+                "rate_limit_event: status rejected ({})",
+                info.get("rateLimitType")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown window")
+            ));
+        }
+        let mut tl = turn(t, "system", "event");
+        tl.text = Some(format!("rate limit status: {status}"));
+        tl.data = Some(info);
+        self.p.turns.push(tl);
+    }
+
+    /// `result`: completion, final usage and cost, and the final message or the run's error.
+    fn on_result(&mut self, t: i64, event: &Value) {
+        self.p.completed = true;
+        let subtype = event
+            .get("subtype")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let is_error = event
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let result_text = event
+            .get("result")
+            .and_then(Value::as_str)
+            .map(String::from);
+        if let Some(usage) = event.get("usage") {
+            let (i, o) = usage_tokens(usage);
+            self.p.tokens_in = Some(i);
+            self.p.tokens_out = Some(o);
+        }
+        self.p.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64);
+        if is_error || subtype != "success" {
+            let text = result_text.clone().unwrap_or_else(|| subtype.clone());
+            let errors: Vec<String> = event
+                .get("errors")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let all = std::iter::once(text.clone())
+                .chain(errors)
+                .collect::<Vec<_>>()
+                .join("\n");
+            if let Some(line) = rate_limit_signal(&all) {
+                self.p.rate_limits.push(format!("result: {line}"));
+            } else {
+                self.p
+                    .agent_errors
+                    .push(format!("result {subtype}: {}", clip(all.trim(), 300)));
+            }
+        } else {
+            self.p.final_message = result_text.or_else(|| self.last_text.clone());
+        }
+        let mut tl = turn(t, "system", "usage");
+        tl.text = Some(subtype);
+        tl.data = Some(json!({
+            "is_error": is_error,
+            "num_turns": event.get("num_turns"),
+            "duration_ms": event.get("duration_ms"),
+            "usage": event.get("usage"),
+            "total_cost_usd": event.get("total_cost_usd"),
+            "permission_denials": event.get("permission_denials"),
+        }));
+        self.p.turns.push(tl);
+    }
+
+    /// Any other event, kept as a `system` event turn named by its type and subtype.
+    fn on_other(&mut self, t: i64, event: &Value, other: &str) {
+        let mut tl = turn(t, "system", "event");
+        tl.text = Some(
+            event
+                .get("subtype")
+                .and_then(Value::as_str)
+                .map(|s| format!("{other}/{s}"))
+                .unwrap_or_else(|| other.to_string()),
+        );
+        self.p.turns.push(tl);
+    }
+
+    /// The parsed stream; without a `result` event, the usage summed per message and the last text.
+    fn finish(self) -> ParsedStream {
+        let mut p = self.p;
+        if !p.completed {
+            // No final accounting: sum what the per-message usage said (a floor), keep the last text.
+            if !self.message_usage.is_empty() {
+                p.tokens_in = Some(self.message_usage.values().map(|u| u.0).sum());
+                p.tokens_out = Some(self.message_usage.values().map(|u| u.1).sum());
+            }
+            p.final_message = self.last_text;
+        }
+        p
+    }
 }
 
 /// Runs Claude Code on one task.
