@@ -173,24 +173,30 @@ fn tool_result_text(item: &Value) -> (String, bool) {
 
 /// Parses `codex exec --json` stdout (lines with arrival times in µs). Pure.
 pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream {
-    let mut p = ParsedStream::default();
-    let mut counted: BTreeSet<String> = BTreeSet::new();
-    let mut finished_items: BTreeSet<String> = BTreeSet::new();
-    // Error events are retried by Codex; they count as agent errors only if no turn completes after.
-    let mut unresolved_errors: Vec<String> = Vec::new();
-    let (mut tokens_in, mut tokens_out, mut any_usage) = (0u64, 0u64, false);
+    let mut parser = StreamParser {
+        server_name,
+        p: ParsedStream::default(),
+        counted: BTreeSet::new(),
+        finished_items: BTreeSet::new(),
+        unresolved_errors: Vec::new(),
+        tokens_in: 0,
+        tokens_out: 0,
+        any_usage: false,
+    };
     for (n, (t, line)) in lines.iter().enumerate() {
         let t = *t;
         if line.trim().is_empty() {
             continue;
         }
         let Ok(event) = serde_json::from_str::<Value>(line) else {
-            p.unparseable
+            parser
+                .p
+                .unparseable
                 .push(format!("line {}: {}", n + 1, clip(line.trim(), 120)));
             continue;
         };
         let Some(kind) = event.get("type").and_then(Value::as_str) else {
-            p.unparseable.push(format!(
+            parser.p.unparseable.push(format!(
                 "line {}: no event type: {}",
                 n + 1,
                 clip(line, 120)
@@ -198,213 +204,266 @@ pub fn parse_stream(lines: &[(i64, String)], server_name: &str) -> ParsedStream 
             continue;
         };
         match kind {
-            "item.started" | "item.updated" | "item.completed" => {
-                let item = event.get("item").cloned().unwrap_or(Value::Null);
-                let id = item
-                    .get("id")
+            "item.started" | "item.updated" | "item.completed" => parser.on_item(t, &event, kind),
+            "turn.completed" => parser.on_turn_completed(t, &event),
+            "turn.failed" | "error" => parser.on_error(t, &event, kind),
+            other => parser.on_other(t, &event, other),
+        }
+    }
+    parser.finish()
+}
+
+/// The state of one pass over a Codex stream: what is parsed so far and what later events need.
+struct StreamParser<'a> {
+    /// The name the server under test is configured under.
+    server_name: &'a str,
+    p: ParsedStream,
+    /// Item ids whose call turn was already written.
+    counted: BTreeSet<String>,
+    /// Item ids already completed (a repeated completion is ignored).
+    finished_items: BTreeSet<String>,
+    /// Error events are retried by Codex; they count as agent errors only if no turn completes after.
+    unresolved_errors: Vec<String>,
+    tokens_in: u64,
+    tokens_out: u64,
+    any_usage: bool,
+}
+
+impl StreamParser<'_> {
+    /// `item.started`, `item.updated`, `item.completed`: one item by its type.
+    fn on_item(&mut self, t: i64, event: &Value, kind: &str) {
+        let item = event.get("item").cloned().unwrap_or(Value::Null);
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let item_type = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let done = kind == "item.completed";
+        if done && !self.finished_items.insert(id.clone()) {
+            return;
+        }
+        match item_type {
+            "agent_message" if done => {
+                let text = item
+                    .get("text")
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let item_type = item.get("type").and_then(Value::as_str).unwrap_or("");
-                let done = kind == "item.completed";
-                if done && !finished_items.insert(id.clone()) {
-                    continue;
-                }
-                match item_type {
-                    "agent_message" if done => {
-                        let text = item
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let mut tl = turn(t, "assistant", "message");
-                        tl.text = Some(text.clone());
-                        p.turns.push(tl);
-                        p.final_message = Some(text);
-                    }
-                    "reasoning" if done => {
-                        let mut tl = turn(t, "assistant", "event");
-                        tl.text = item.get("text").and_then(Value::as_str).map(String::from);
-                        tl.data = Some(json!({"type": "reasoning"}));
-                        p.turns.push(tl);
-                    }
-                    "mcp_tool_call" => {
-                        let server = item.get("server").and_then(Value::as_str).unwrap_or("");
-                        let tool = item
-                            .get("tool")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let ours = server == server_name;
-                        if counted.insert(id.clone()) {
-                            let mut tl = turn(t, "assistant", "tool_call");
-                            tl.tool = Some(if ours {
-                                tool.clone()
-                            } else {
-                                format!("{server}/{tool}")
-                            });
-                            tl.call_id = Some(id.clone());
-                            tl.data = item.get("arguments").cloned();
-                            p.turns.push(tl);
-                            if ours {
-                                p.server_calls += 1;
-                                p.pending.push((id.clone(), tool.clone()));
-                            } else {
-                                p.builtin_uses
-                                    .push(format!("mcp_tool_call to server `{server}`: {tool}"));
-                            }
-                        }
-                        if done {
-                            p.pending.retain(|(call, _)| *call != id);
-                            let (text, image) = tool_result_text(&item);
-                            if ours && let Some(line) = browser_missing_signal(&text) {
-                                p.harness_faults.push(HarnessFault::Environment(format!(
-                                    "the server's browser is missing: {line}"
-                                )));
-                            }
-                            let mut tl = turn(t, "tool", "tool_result");
-                            tl.tool = Some(tool);
-                            tl.call_id = Some(id);
-                            tl.text = Some(text);
-                            tl.data = Some(json!({
-                                "status": item.get("status"),
-                                "is_error": item.get("error").is_some_and(|e| !e.is_null()),
-                                "has_image": image,
-                            }));
-                            p.turns.push(tl);
-                        }
-                    }
-                    "command_execution" | "file_change" | "web_search" | "collab_tool_call" => {
-                        if counted.insert(id.clone()) {
-                            let what = match item_type {
-                                "command_execution" => item
-                                    .get("command")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                                    .to_string(),
-                                "web_search" => item
-                                    .get("query")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                                    .to_string(),
-                                "file_change" => item
-                                    .get("changes")
-                                    .and_then(Value::as_array)
-                                    .map(|c| {
-                                        c.iter()
-                                            .filter_map(|x| x.get("path").and_then(Value::as_str))
-                                            .collect::<Vec<_>>()
-                                            .join(", ")
-                                    })
-                                    .unwrap_or_default(),
-                                _ => item
-                                    .get("tool")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                                    .to_string(),
-                            };
-                            p.builtin_uses
-                                .push(format!("{item_type}: {}", clip(&what, 200)));
-                            let mut tl = turn(t, "assistant", "tool_call");
-                            tl.tool = Some(item_type.to_string());
-                            tl.call_id = Some(id.clone());
-                            tl.text = Some(what);
-                            p.turns.push(tl);
-                        }
-                        if done {
-                            let mut tl = turn(t, "tool", "tool_result");
-                            tl.tool = Some(item_type.to_string());
-                            tl.call_id = Some(id);
-                            tl.text = item
-                                .get("aggregated_output")
-                                .and_then(Value::as_str)
-                                .map(String::from);
-                            tl.data = Some(json!({
-                                "status": item.get("status"),
-                                "exit_code": item.get("exit_code"),
-                            }));
-                            p.turns.push(tl);
-                        }
-                    }
-                    "error" if done => {
-                        let msg = item
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        if let Some(line) = rate_limit_signal(&msg) {
-                            p.rate_limits.push(format!("error item: {line}"));
-                        }
-                        let mut tl = turn(t, "system", "event");
-                        tl.text = Some(msg);
-                        tl.data = Some(json!({"type": "error_item"}));
-                        p.turns.push(tl);
-                    }
-                    other if done => {
-                        let mut tl = turn(t, "assistant", "event");
-                        tl.text = Some(other.to_string());
-                        tl.data = Some(item.clone());
-                        p.turns.push(tl);
-                    }
-                    _ => {}
-                }
+                let mut tl = turn(t, "assistant", "message");
+                tl.text = Some(text.clone());
+                self.p.turns.push(tl);
+                self.p.final_message = Some(text);
             }
-            "turn.completed" => {
-                p.completed = true;
-                unresolved_errors.clear();
-                let usage = event.get("usage").cloned().unwrap_or(Value::Null);
-                any_usage = true;
-                tokens_in += usage
-                    .get("input_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                tokens_out += usage
-                    .get("output_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                let mut tl = turn(t, "system", "usage");
-                tl.data = Some(usage);
-                p.turns.push(tl);
+            "reasoning" if done => {
+                let mut tl = turn(t, "assistant", "event");
+                tl.text = item.get("text").and_then(Value::as_str).map(String::from);
+                tl.data = Some(json!({"type": "reasoning"}));
+                self.p.turns.push(tl);
             }
-            "turn.failed" | "error" => {
-                let msg = event
-                    .pointer("/error/message")
-                    .or_else(|| event.get("message"))
+            "mcp_tool_call" => {
+                self.mcp_tool_call(t, &item, id, done);
+            }
+            "command_execution" | "file_change" | "web_search" | "collab_tool_call" => {
+                self.builtin_item(t, &item, item_type, id, done);
+            }
+            "error" if done => {
+                let msg = item
+                    .get("message")
                     .and_then(Value::as_str)
-                    .unwrap_or(kind)
+                    .unwrap_or("")
                     .to_string();
                 if let Some(line) = rate_limit_signal(&msg) {
-                    p.rate_limits.push(format!("{kind}: {line}"));
-                } else if kind == "turn.failed" {
-                    p.agent_errors
-                        .push(format!("turn.failed: {}", clip(&msg, 300)));
-                } else {
-                    unresolved_errors.push(format!("error: {}", clip(&msg, 300)));
-                }
-                if kind == "turn.failed" {
-                    p.completed = true;
+                    self.p.rate_limits.push(format!("error item: {line}"));
                 }
                 let mut tl = turn(t, "system", "event");
                 tl.text = Some(msg);
-                tl.data = Some(json!({"type": kind}));
-                p.turns.push(tl);
+                tl.data = Some(json!({"type": "error_item"}));
+                self.p.turns.push(tl);
             }
-            other => {
-                let mut tl = turn(t, "system", "event");
+            other if done => {
+                let mut tl = turn(t, "assistant", "event");
                 tl.text = Some(other.to_string());
-                if let Some(id) = event.get("thread_id") {
-                    tl.data = Some(json!({"thread_id": id}));
-                }
-                p.turns.push(tl);
+                tl.data = Some(item.clone());
+                self.p.turns.push(tl);
             }
+            _ => {}
         }
     }
-    p.agent_errors.extend(unresolved_errors);
-    if any_usage {
-        p.tokens_in = Some(tokens_in);
-        p.tokens_out = Some(tokens_out);
+
+    /// An `mcp_tool_call` item: the call turn once, and its result when it completes.
+    fn mcp_tool_call(&mut self, t: i64, item: &Value, id: String, done: bool) {
+        let server = item.get("server").and_then(Value::as_str).unwrap_or("");
+        let tool = item
+            .get("tool")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let ours = server == self.server_name;
+        if self.counted.insert(id.clone()) {
+            let mut tl = turn(t, "assistant", "tool_call");
+            tl.tool = Some(if ours {
+                tool.clone()
+            } else {
+                format!("{server}/{tool}")
+            });
+            tl.call_id = Some(id.clone());
+            tl.data = item.get("arguments").cloned();
+            self.p.turns.push(tl);
+            if ours {
+                self.p.server_calls += 1;
+                self.p.pending.push((id.clone(), tool.clone()));
+            } else {
+                self.p
+                    .builtin_uses
+                    .push(format!("mcp_tool_call to server `{server}`: {tool}"));
+            }
+        }
+        if done {
+            self.p.pending.retain(|(call, _)| *call != id);
+            let (text, image) = tool_result_text(item);
+            if ours && let Some(line) = browser_missing_signal(&text) {
+                self.p
+                    .harness_faults
+                    .push(HarnessFault::Environment(format!(
+                        "the server's browser is missing: {line}"
+                    )));
+            }
+            let mut tl = turn(t, "tool", "tool_result");
+            tl.tool = Some(tool);
+            tl.call_id = Some(id);
+            tl.text = Some(text);
+            tl.data = Some(json!({
+                "status": item.get("status"),
+                "is_error": item.get("error").is_some_and(|e| !e.is_null()),
+                "has_image": image,
+            }));
+            self.p.turns.push(tl);
+        }
     }
-    p
+
+    /// A built-in item (a command, a file change, a web search, a collaboration call): recorded as a
+    /// built-in use once, and its result when it completes.
+    fn builtin_item(&mut self, t: i64, item: &Value, item_type: &str, id: String, done: bool) {
+        if self.counted.insert(id.clone()) {
+            let what = match item_type {
+                "command_execution" => item
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                "web_search" => item
+                    .get("query")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                "file_change" => item
+                    .get("changes")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(|x| x.get("path").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+                _ => item
+                    .get("tool")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            };
+            self.p
+                .builtin_uses
+                .push(format!("{item_type}: {}", clip(&what, 200)));
+            let mut tl = turn(t, "assistant", "tool_call");
+            tl.tool = Some(item_type.to_string());
+            tl.call_id = Some(id.clone());
+            tl.text = Some(what);
+            self.p.turns.push(tl);
+        }
+        if done {
+            let mut tl = turn(t, "tool", "tool_result");
+            tl.tool = Some(item_type.to_string());
+            tl.call_id = Some(id);
+            tl.text = item
+                .get("aggregated_output")
+                .and_then(Value::as_str)
+                .map(String::from);
+            tl.data = Some(json!({
+                "status": item.get("status"),
+                "exit_code": item.get("exit_code"),
+            }));
+            self.p.turns.push(tl);
+        }
+    }
+
+    /// `turn.completed`: the turn's usage; earlier error events are resolved.
+    fn on_turn_completed(&mut self, t: i64, event: &Value) {
+        self.p.completed = true;
+        self.unresolved_errors.clear();
+        let usage = event.get("usage").cloned().unwrap_or(Value::Null);
+        self.any_usage = true;
+        self.tokens_in += usage
+            .get("input_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        self.tokens_out += usage
+            .get("output_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let mut tl = turn(t, "system", "usage");
+        tl.data = Some(usage);
+        self.p.turns.push(tl);
+    }
+
+    /// `turn.failed` or `error`: a rate limit, an agent error, or (for `error`) an unresolved error.
+    fn on_error(&mut self, t: i64, event: &Value, kind: &str) {
+        let msg = event
+            .pointer("/error/message")
+            .or_else(|| event.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or(kind)
+            .to_string();
+        if let Some(line) = rate_limit_signal(&msg) {
+            self.p.rate_limits.push(format!("{kind}: {line}"));
+        } else if kind == "turn.failed" {
+            self.p
+                .agent_errors
+                .push(format!("turn.failed: {}", clip(&msg, 300)));
+        } else {
+            self.unresolved_errors
+                .push(format!("error: {}", clip(&msg, 300)));
+        }
+        if kind == "turn.failed" {
+            self.p.completed = true;
+        }
+        let mut tl = turn(t, "system", "event");
+        tl.text = Some(msg);
+        tl.data = Some(json!({"type": kind}));
+        self.p.turns.push(tl);
+    }
+
+    /// Any other event, kept as a `system` event turn named by its type.
+    fn on_other(&mut self, t: i64, event: &Value, other: &str) {
+        let mut tl = turn(t, "system", "event");
+        tl.text = Some(other.to_string());
+        if let Some(id) = event.get("thread_id") {
+            tl.data = Some(json!({"thread_id": id}));
+        }
+        self.p.turns.push(tl);
+    }
+
+    /// The parsed stream with the unresolved errors and the summed usage.
+    fn finish(self) -> ParsedStream {
+        let mut p = self.p;
+        p.agent_errors.extend(self.unresolved_errors);
+        if self.any_usage {
+            p.tokens_in = Some(self.tokens_in);
+            p.tokens_out = Some(self.tokens_out);
+        }
+        p
+    }
 }
 
 /// Runs Codex on one task.
