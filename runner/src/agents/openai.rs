@@ -16,6 +16,7 @@
 
 use std::time::{Duration, Instant};
 
+use agentrank_schema::tape::TurnLine;
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -698,97 +699,195 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
     let started = Instant::now();
     let deadline = tokio::time::Instant::now() + task.limit;
     let (url, api_key) = endpoint_url(config)?;
-    let now = || micros(started.elapsed());
-    let mut turns = Vec::new();
-    let mut signals = AgentSignals::default();
-    // The tape shows the conversation as sent: the system prompt where the settings place it.
-    for m in first_messages(&config.settings, &task.system_prompt, &task.task_prompt) {
-        let role = m["role"].as_str().unwrap_or("user");
-        let mut tl = turn(now(), role, "message");
-        tl.text = m["content"].as_str().map(String::from);
-        turns.push(tl);
-    }
-    if config.settings.system_prompt == SystemPromptPlacement::Omitted {
-        let mut tl = turn(now(), "system", "event");
-        tl.text = Some("the system prompt is not sent (settings.system_prompt = omitted)".into());
-        turns.push(tl);
-    }
+    let mut conv = Conversation {
+        config,
+        started,
+        deadline,
+        url,
+        api_key,
+        turns: Vec::new(),
+        signals: AgentSignals::default(),
+        session: None,
+        tools: Vec::new(),
+        listed: Vec::new(),
+        num_ctx: None,
+        messages: Vec::new(),
+        final_message: None,
+        reported_model: None,
+        tokens_in: 0,
+        tokens_out: 0,
+        any_usage: false,
+        end: RunEnd::Stopped(format!(
+            "{} requests without a final answer",
+            config.max_requests
+        )),
+        calls_made: 0,
+        tools_chars: 0,
+    };
+    conv.record_opening(task);
+    let definition_chars = conv.attach_server(task).await;
+    conv.num_ctx = num_ctx_for(config, definition_chars);
 
-    // The server, through the attach command; a server that does not start leaves the agent without tools.
-    let mut session = None;
-    let mut tools = Vec::new();
-    let mut definition_chars = 0u64;
-    if let Some(server) = &task.server {
-        let options = ClientOptions {
-            init_timeout: task.limit,
-            request_timeout: task.limit,
-            ..ClientOptions::default()
-        };
-        let started_session = tokio::time::timeout_at(
-            deadline,
-            McpSession::start(&server.launch, None, &task.attempt_id, options),
-        )
-        .await;
-        match started_session {
-            Ok(Ok(s)) => {
-                match tokio::time::timeout_at(deadline, s.list_tools()).await {
-                    Ok(Ok(listing)) => {
-                        definition_chars = listing.definition_chars;
-                        tools = function_tools(&listing.tools);
-                        let mut tl = turn(now(), "system", "event");
-                        tl.text = Some(format!("{} tools listed", tools.len()));
-                        tl.data = Some(
-                            json!({"tools": listing.names(), "definition_chars": definition_chars}),
-                        );
-                        turns.push(tl);
-                    }
-                    Ok(Err(e)) => {
-                        let mut tl = turn(now(), "system", "event");
-                        tl.text = Some(format!("tools/list failed: {e}"));
-                        turns.push(tl);
-                    }
-                    Err(_) => signals.timed_out = true,
-                }
-                session = Some(s);
-            }
-            Ok(Err(e)) => {
-                let mut tl = turn(now(), "system", "event");
-                tl.text = Some(format!("the server did not start: {e}"));
-                turns.push(tl);
-            }
-            Err(_) => signals.timed_out = true,
-        }
-    }
-    let num_ctx = num_ctx_for(config, definition_chars);
-
-    let mut messages = first_messages(&config.settings, &task.system_prompt, &task.task_prompt);
-    let listed: Vec<String> = tools
+    conv.messages = first_messages(&config.settings, &task.system_prompt, &task.task_prompt);
+    conv.listed = conv
+        .tools
         .iter()
         .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
         .map(String::from)
         .collect();
-    let mut final_message = None;
-    let mut reported_model: Option<String> = None;
-    let (mut tokens_in, mut tokens_out, mut any_usage) = (0u64, 0u64, false);
-    let mut end = RunEnd::Stopped(format!(
-        "{} requests without a final answer",
-        config.max_requests
-    ));
-    let mut calls_made = 0usize;
-    let tools_chars: usize = tools.iter().map(|t| t.to_string().len()).sum();
+    conv.tools_chars = conv.tools.iter().map(|t| t.to_string().len()).sum();
 
-    'conversation: for _ in 0..config.max_requests {
-        if signals.timed_out {
+    for _ in 0..config.max_requests {
+        if conv.signals.timed_out {
             break;
         }
-        let body = request_body(config, &messages, &tools, num_ctx).to_string();
-        let prompt_chars: usize = messages
+        if conv.exchange().await.is_none() {
+            break;
+        }
+    }
+    Ok(conv.finish().await)
+}
+
+/// The state of one run of the minimal loop: the conversation so far, the tape's turns, the signals
+/// and the attached server.
+struct Conversation<'a> {
+    config: &'a OpenAiConfig,
+    started: Instant,
+    deadline: tokio::time::Instant,
+    url: String,
+    api_key: Option<String>,
+    turns: Vec<TurnLine>,
+    signals: AgentSignals,
+    session: Option<McpSession>,
+    /// The server's tools as offered to the model.
+    tools: Vec<Value>,
+    /// The names of the offered tools.
+    listed: Vec<String>,
+    num_ctx: Option<u32>,
+    /// The messages sent with the next request.
+    messages: Vec<Value>,
+    final_message: Option<String>,
+    reported_model: Option<String>,
+    tokens_in: u64,
+    tokens_out: u64,
+    any_usage: bool,
+    end: RunEnd,
+    calls_made: usize,
+    /// Characters of the offered tool definitions, counted into every prompt's size.
+    tools_chars: usize,
+}
+
+impl Conversation<'_> {
+    /// Microseconds since the run started, the time of a turn.
+    fn now(&self) -> i64 {
+        micros(self.started.elapsed())
+    }
+
+    /// The first turns: the conversation as sent, with the system prompt where the settings place it.
+    fn record_opening(&mut self, task: &AgentTask) {
+        let config = self.config;
+        // The tape shows the conversation as sent: the system prompt where the settings place it.
+        for m in first_messages(&config.settings, &task.system_prompt, &task.task_prompt) {
+            let role = m["role"].as_str().unwrap_or("user");
+            let mut tl = turn(self.now(), role, "message");
+            tl.text = m["content"].as_str().map(String::from);
+            self.turns.push(tl);
+        }
+        if config.settings.system_prompt == SystemPromptPlacement::Omitted {
+            let mut tl = turn(self.now(), "system", "event");
+            tl.text =
+                Some("the system prompt is not sent (settings.system_prompt = omitted)".into());
+            self.turns.push(tl);
+        }
+    }
+
+    /// Starts the server through the attach command and lists its tools; returns the characters of
+    /// their definitions. A server that does not start leaves the agent without tools.
+    async fn attach_server(&mut self, task: &AgentTask) -> u64 {
+        let deadline = self.deadline;
+        let mut definition_chars = 0u64;
+        if let Some(server) = &task.server {
+            let options = ClientOptions {
+                init_timeout: task.limit,
+                request_timeout: task.limit,
+                ..ClientOptions::default()
+            };
+            let started_session = tokio::time::timeout_at(
+                deadline,
+                McpSession::start(&server.launch, None, &task.attempt_id, options),
+            )
+            .await;
+            match started_session {
+                Ok(Ok(s)) => {
+                    match tokio::time::timeout_at(deadline, s.list_tools()).await {
+                        Ok(Ok(listing)) => {
+                            definition_chars = listing.definition_chars;
+                            self.tools = function_tools(&listing.tools);
+                            let mut tl = turn(self.now(), "system", "event");
+                            tl.text = Some(format!("{} tools listed", self.tools.len()));
+                            tl.data = Some(
+                                json!({"tools": listing.names(), "definition_chars": definition_chars}),
+                            );
+                            self.turns.push(tl);
+                        }
+                        Ok(Err(e)) => {
+                            let mut tl = turn(self.now(), "system", "event");
+                            tl.text = Some(format!("tools/list failed: {e}"));
+                            self.turns.push(tl);
+                        }
+                        Err(_) => self.signals.timed_out = true,
+                    }
+                    self.session = Some(s);
+                }
+                Ok(Err(e)) => {
+                    let mut tl = turn(self.now(), "system", "event");
+                    tl.text = Some(format!("the server did not start: {e}"));
+                    self.turns.push(tl);
+                }
+                Err(_) => self.signals.timed_out = true,
+            }
+        }
+        definition_chars
+    }
+
+    /// One request and what follows from its reply: the model's turns, a call read from prompt mode,
+    /// the final answer or the tool calls. `None` ends the conversation.
+    async fn exchange(&mut self) -> Option<()> {
+        let config = self.config;
+        let prompt_chars: usize = self
+            .messages
             .iter()
             .map(|m| m.get("content").and_then(Value::as_str).map_or(0, str::len))
             .sum::<usize>()
-            + tools_chars;
+            + self.tools_chars;
+        let (status, text, requested) = self.request(prompt_chars).await?;
+        let request_ms = requested.elapsed().as_secs_f64() * 1000.0;
+        let value = self.judge(status, &text)?;
+        let mut reply = self.record_reply(&value, prompt_chars, request_ms)?;
+        if config.settings.tool_mode == ToolMode::Prompt && reply.tool_calls.is_empty() {
+            self.read_prompt_call(&mut reply);
+        }
+        self.messages.push(reply.message.clone());
+        if reply.tool_calls.is_empty() {
+            self.final_message = Some(reply.content.clone());
+            self.end = RunEnd::Finished { exit_code: 0 };
+            return None;
+        }
+        for call in &reply.tool_calls {
+            self.call_tool(call).await?;
+        }
+        Some(())
+    }
+
+    /// Sends the conversation to the endpoint within the deadline; returns the HTTP status, the body
+    /// and when the request was sent. `None` (a cut-off, a failed task, an unreachable endpoint) ends
+    /// the conversation.
+    async fn request(&mut self, prompt_chars: usize) -> Option<(u16, String, Instant)> {
+        let config = self.config;
+        let deadline = self.deadline;
+        let body = request_body(config, &self.messages, &self.tools, self.num_ctx).to_string();
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let (u, b, k) = (url.clone(), body, api_key.clone());
+        let (u, b, k) = (self.url.clone(), body, self.api_key.clone());
         let requested = std::time::Instant::now();
         let answer = tokio::time::timeout_at(
             deadline,
@@ -801,84 +900,101 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
             Err(_) => {
                 // The model's time up to the limit, so the tape accounts for all of the attempt.
                 let request_ms = requested.elapsed().as_secs_f64() * 1000.0;
-                let mut tl = turn(now(), "system", "event");
+                let mut tl = turn(self.now(), "system", "event");
                 tl.text = Some("the time limit cut off the model request".into());
                 tl.data = Some(json!({
                     "type": "request_cut_off",
                     "request_ms": (request_ms * 10.0).round() / 10.0,
                     "prompt_chars": prompt_chars,
                 }));
-                turns.push(tl);
-                signals.timed_out = true;
-                break;
+                self.turns.push(tl);
+                self.signals.timed_out = true;
+                return None;
             }
             Ok(Err(join)) => {
-                signals
+                self.signals
                     .harness_faults
                     .push(HarnessFault::AdapterCrash(format!(
                         "HTTP task failed: {join}"
                     )));
-                end = RunEnd::Stopped("adapter fault".into());
-                break;
+                self.end = RunEnd::Stopped("adapter fault".into());
+                return None;
             }
             Ok(Ok(Err(transport))) => {
                 if tokio::time::Instant::now() >= deadline {
-                    signals.timed_out = true;
+                    self.signals.timed_out = true;
                 } else {
-                    signals
-                        .agent_errors
-                        .push(format!("cannot reach the endpoint {url}: {transport}"));
-                    end = RunEnd::Stopped("endpoint unreachable".into());
+                    self.signals.agent_errors.push(format!(
+                        "cannot reach the endpoint {}: {transport}",
+                        self.url
+                    ));
+                    self.end = RunEnd::Stopped("endpoint unreachable".into());
                 }
-                break;
+                return None;
             }
             Ok(Ok(Ok(pair))) => pair,
         };
-        let request_ms = requested.elapsed().as_secs_f64() * 1000.0;
-        let (why, stop) = match judge_http(status, &text) {
+        Some((status, text, requested))
+    }
+
+    /// The reply's JSON, or `None` after recording a rate limit, a context overflow or an API error.
+    fn judge(&mut self, status: u16, text: &str) -> Option<Value> {
+        let (why, stop) = match judge_http(status, text) {
             HttpVerdict::Ok(v) => (None, v),
             HttpVerdict::RateLimited(s) => {
-                signals.rate_limits.push(s.clone());
+                self.signals.rate_limits.push(s.clone());
                 (Some((s, "rate limited")), Value::Null)
             }
             HttpVerdict::ContextOverflow(s) => {
-                signals
+                self.signals
                     .harness_faults
                     .push(HarnessFault::ContextTruncation(s.clone()));
                 (Some((s, "context overflow")), Value::Null)
             }
             HttpVerdict::ApiError(s) => {
-                signals.agent_errors.push(s.clone());
+                self.signals.agent_errors.push(s.clone());
                 (Some((s, "api error")), Value::Null)
             }
         };
         if let Some((why, stop)) = why {
-            let mut tl = turn(now(), "system", "event");
+            let mut tl = turn(self.now(), "system", "event");
             tl.text = Some(why);
-            turns.push(tl);
-            end = RunEnd::Stopped(stop.into());
-            break;
+            self.turns.push(tl);
+            self.end = RunEnd::Stopped(stop.into());
+            return None;
         }
-        let value = stop;
-        let mut reply = match parse_reply(&config.endpoint, &value, calls_made) {
+        Some(stop)
+    }
+
+    /// Parses the reply and records its usage, thinking and message turns; `None` after an
+    /// unparseable reply or a truncated context.
+    fn record_reply(
+        &mut self,
+        value: &Value,
+        prompt_chars: usize,
+        request_ms: f64,
+    ) -> Option<Reply> {
+        let config = self.config;
+        let num_ctx = self.num_ctx;
+        let reply = match parse_reply(&config.endpoint, value, self.calls_made) {
             Ok(r) => r,
             Err(e) => {
-                signals
+                self.signals
                     .harness_faults
                     .push(HarnessFault::UnparseableStream(e));
-                end = RunEnd::Stopped("unparseable reply".into());
-                break;
+                self.end = RunEnd::Stopped("unparseable reply".into());
+                return None;
             }
         };
-        if reported_model.is_none() {
-            reported_model = reply.model.clone();
+        if self.reported_model.is_none() {
+            self.reported_model = reply.model.clone();
         }
         if let (Some(p), Some(o)) = (reply.prompt_tokens, reply.output_tokens) {
-            any_usage = true;
-            tokens_in += p;
-            tokens_out += o;
+            self.any_usage = true;
+            self.tokens_in += p;
+            self.tokens_out += o;
         }
-        let mut tl = turn(now(), "assistant", "usage");
+        let mut tl = turn(self.now(), "assistant", "usage");
         tl.data = Some(json!({
             "prompt_tokens": reply.prompt_tokens,
             "output_tokens": reply.output_tokens,
@@ -890,190 +1006,211 @@ pub async fn run(config: &OpenAiConfig, task: &AgentTask) -> Result<AgentRun, Ag
         if let Some(t) = &reply.timings {
             tl.data.as_mut().expect("set above")["timings"] = t.clone();
         }
-        turns.push(tl);
+        self.turns.push(tl);
         if let Some(thinking) = &reply.thinking {
-            let mut tl = turn(now(), "assistant", "event");
+            let mut tl = turn(self.now(), "assistant", "event");
             tl.text = Some(thinking.clone());
             tl.data = Some(json!({"type": "thinking"}));
-            turns.push(tl);
+            self.turns.push(tl);
         }
         if !reply.content.is_empty() || reply.tool_calls.is_empty() {
-            let mut tl = turn(now(), "assistant", "message");
+            let mut tl = turn(self.now(), "assistant", "message");
             tl.text = Some(reply.content.clone());
-            turns.push(tl);
+            self.turns.push(tl);
         }
         if let Some(n) = num_ctx
             && (matches!(config.endpoint, Endpoint::Ollama { .. }) || config.settings.sized_context)
             && let Some(why) = truncation(n, prompt_chars, reply.prompt_tokens)
         {
-            signals
+            self.signals
                 .harness_faults
                 .push(HarnessFault::ContextTruncation(why));
-            end = RunEnd::Stopped("context truncated".into());
-            break;
+            self.end = RunEnd::Stopped("context truncated".into());
+            return None;
         }
-        if config.settings.tool_mode == ToolMode::Prompt && reply.tool_calls.is_empty() {
-            let read = prompt_call(&reply.content, &listed);
-            let (what, detail) = match &read {
-                PromptCall::NoCall => ("none", json!({})),
-                PromptCall::Call { name, ignored, .. } => {
-                    ("call", json!({"tool": name, "ignored_calls": ignored}))
-                }
-                PromptCall::Unlisted { name, .. } => ("unlisted", json!({"tool": name})),
-                PromptCall::Malformed { snippet } => ("malformed", json!({"snippet": snippet})),
-            };
-            let mut tl = turn(now(), "system", "event");
-            tl.text = Some(format!("prompt mode: {what}"));
-            let mut data = json!({"type": "prompt_mode", "read": what});
-            if let (Value::Object(d), Value::Object(extra)) = (&mut data, detail) {
-                d.extend(extra);
+        Some(reply)
+    }
+
+    /// Prompt mode: reads a call from the reply's text, records what was read and adds the call (a
+    /// listed or an unlisted tool) to the reply.
+    fn read_prompt_call(&mut self, reply: &mut Reply) {
+        let read = prompt_call(&reply.content, &self.listed);
+        let (what, detail) = match &read {
+            PromptCall::NoCall => ("none", json!({})),
+            PromptCall::Call { name, ignored, .. } => {
+                ("call", json!({"tool": name, "ignored_calls": ignored}))
             }
-            tl.data = Some(data);
-            turns.push(tl);
-            if let PromptCall::Call {
-                name, arguments, ..
-            }
-            | PromptCall::Unlisted { name, arguments } = read
-            {
-                reply.tool_calls.push(ToolCall {
-                    id: format!("call_{}", calls_made + 1),
-                    name,
-                    arguments,
-                    malformed_arguments: None,
-                });
-            }
+            PromptCall::Unlisted { name, .. } => ("unlisted", json!({"tool": name})),
+            PromptCall::Malformed { snippet } => ("malformed", json!({"snippet": snippet})),
+        };
+        let mut tl = turn(self.now(), "system", "event");
+        tl.text = Some(format!("prompt mode: {what}"));
+        let mut data = json!({"type": "prompt_mode", "read": what});
+        if let (Value::Object(d), Value::Object(extra)) = (&mut data, detail) {
+            d.extend(extra);
         }
-        messages.push(reply.message.clone());
-        if reply.tool_calls.is_empty() {
-            final_message = Some(reply.content.clone());
-            end = RunEnd::Finished { exit_code: 0 };
-            break;
+        tl.data = Some(data);
+        self.turns.push(tl);
+        if let PromptCall::Call {
+            name, arguments, ..
         }
-        for call in &reply.tool_calls {
-            calls_made += 1;
-            let mut tl = turn(now(), "assistant", "tool_call");
-            tl.tool = Some(call.name.clone());
-            tl.call_id = Some(call.id.clone());
-            tl.data = Some(match &call.malformed_arguments {
-                Some(raw) => json!({"malformed_arguments": raw}),
-                None => Value::Object(call.arguments.clone()),
+        | PromptCall::Unlisted { name, arguments } = read
+        {
+            reply.tool_calls.push(ToolCall {
+                id: format!("call_{}", self.calls_made + 1),
+                name,
+                arguments,
+                malformed_arguments: None,
             });
-            turns.push(tl);
-            let hallucinated = session.is_some() && !listed.contains(&call.name);
-            if hallucinated {
-                signals.hallucinated_calls.push(call.name.clone());
-            }
-            let (text, data) =
-                match &session {
-                    Some(_) if hallucinated => (
-                        format!(
-                            "error: there is no tool named {:?}; the tools are: {}",
-                            call.name,
-                            listed.join(", ")
-                        ),
-                        json!({"is_error": true, "reached_server": false, "hallucinated": true}),
+        }
+    }
+
+    /// Records one tool call, answers it (from the server, or with an error for a hallucinated tool or
+    /// a missing server) and appends the clipped result to the conversation. `None` when the deadline
+    /// cut off the server call.
+    async fn call_tool(&mut self, call: &ToolCall) -> Option<()> {
+        let config = self.config;
+        self.calls_made += 1;
+        let mut tl = turn(self.now(), "assistant", "tool_call");
+        tl.tool = Some(call.name.clone());
+        tl.call_id = Some(call.id.clone());
+        tl.data = Some(match &call.malformed_arguments {
+            Some(raw) => json!({"malformed_arguments": raw}),
+            None => Value::Object(call.arguments.clone()),
+        });
+        self.turns.push(tl);
+        let (text, data) = self.answer_call(call).await?;
+        let clipped = clip_tool_result(&text);
+        let mut tl = turn(self.now(), "tool", "tool_result");
+        tl.tool = Some(call.name.clone());
+        tl.call_id = Some(call.id.clone());
+        tl.text = Some(clipped.clone());
+        let mut data = data;
+        data["chars"] = json!(text.chars().count());
+        data["clipped"] = json!(clipped.len() != text.len());
+        tl.data = Some(data);
+        self.turns.push(tl);
+        let shown = match &config.settings.tool_result_reminder {
+            Some(r) => format!("{clipped}\n\n{r}"),
+            None => clipped,
+        };
+        self.messages
+            .push(tool_message(&config.endpoint, call, &shown));
+        Some(())
+    }
+
+    /// The result text and tape data of one tool call; `None` when the deadline cut off the server
+    /// call (the run then timed out with the call pending).
+    async fn answer_call(&mut self, call: &ToolCall) -> Option<(String, Value)> {
+        let deadline = self.deadline;
+        let hallucinated = self.session.is_some() && !self.listed.contains(&call.name);
+        if hallucinated {
+            self.signals.hallucinated_calls.push(call.name.clone());
+        }
+        let answer =
+            match &self.session {
+                Some(_) if hallucinated => (
+                    format!(
+                        "error: there is no tool named {:?}; the tools are: {}",
+                        call.name,
+                        self.listed.join(", ")
                     ),
-                    None => (
-                        "error: no MCP server is attached".to_string(),
-                        json!({"is_error": true, "reached_server": false}),
-                    ),
-                    Some(s) => {
-                        signals.server_calls += 1;
-                        match tokio::time::timeout_at(
-                            deadline,
-                            s.call_tool(&call.name, call.arguments.clone()),
-                        )
-                        .await
-                        {
-                            Err(_) => {
-                                signals.timed_out = true;
-                                signals.pending_server_call = Some(call.name.clone());
-                                break 'conversation;
-                            }
-                            Ok(Ok(outcome)) => {
-                                if let Some(line) = browser_missing_signal(&outcome.text) {
-                                    signals.harness_faults.push(HarnessFault::Environment(
-                                        format!("the server's browser is missing: {line}"),
-                                    ));
-                                }
-                                let mut text = outcome.text.clone();
-                                if outcome.has_image {
-                                    text.push_str("\n[image content not shown to this model]");
-                                }
-                                if text.is_empty() && outcome.is_error {
-                                    text = "error (the tool gave no text)".into();
-                                }
-                                (
-                                    text,
-                                    json!({
-                                        "is_error": outcome.is_error,
-                                        "has_image": outcome.has_image,
-                                        "latency_ms": outcome.latency.as_millis() as u64,
-                                    }),
-                                )
-                            }
-                            Ok(Err(e)) => (
-                                format!("error: {e}"),
-                                json!({"is_error": true, "mcp_error": true}),
-                            ),
+                    json!({"is_error": true, "reached_server": false, "hallucinated": true}),
+                ),
+                None => (
+                    "error: no MCP server is attached".to_string(),
+                    json!({"is_error": true, "reached_server": false}),
+                ),
+                Some(s) => {
+                    self.signals.server_calls += 1;
+                    match tokio::time::timeout_at(
+                        deadline,
+                        s.call_tool(&call.name, call.arguments.clone()),
+                    )
+                    .await
+                    {
+                        Err(_) => {
+                            self.signals.timed_out = true;
+                            self.signals.pending_server_call = Some(call.name.clone());
+                            return None;
                         }
+                        Ok(Ok(outcome)) => {
+                            if let Some(line) = browser_missing_signal(&outcome.text) {
+                                self.signals.harness_faults.push(HarnessFault::Environment(
+                                    format!("the server's browser is missing: {line}"),
+                                ));
+                            }
+                            let mut text = outcome.text.clone();
+                            if outcome.has_image {
+                                text.push_str("\n[image content not shown to this model]");
+                            }
+                            if text.is_empty() && outcome.is_error {
+                                text = "error (the tool gave no text)".into();
+                            }
+                            (
+                                text,
+                                json!({
+                                    "is_error": outcome.is_error,
+                                    "has_image": outcome.has_image,
+                                    "latency_ms": outcome.latency.as_millis() as u64,
+                                }),
+                            )
+                        }
+                        Ok(Err(e)) => (
+                            format!("error: {e}"),
+                            json!({"is_error": true, "mcp_error": true}),
+                        ),
                     }
-                };
-            let clipped = clip_tool_result(&text);
-            let mut tl = turn(now(), "tool", "tool_result");
-            tl.tool = Some(call.name.clone());
-            tl.call_id = Some(call.id.clone());
-            tl.text = Some(clipped.clone());
-            let mut data = data;
-            data["chars"] = json!(text.chars().count());
-            data["clipped"] = json!(clipped.len() != text.len());
-            tl.data = Some(data);
-            turns.push(tl);
-            let shown = match &config.settings.tool_result_reminder {
-                Some(r) => format!("{clipped}\n\n{r}"),
-                None => clipped,
+                }
             };
-            messages.push(tool_message(&config.endpoint, call, &shown));
+        Some(answer)
+    }
+
+    /// Closes the server and assembles the run: its end, the spend (a floor after a timeout) and the
+    /// turns.
+    async fn finish(mut self) -> AgentRun {
+        let config = self.config;
+        let (tokens_in, tokens_out, any_usage) = (self.tokens_in, self.tokens_out, self.any_usage);
+        if self.signals.timed_out {
+            self.end = RunEnd::TimedOut;
+        }
+        if let Some(s) = self.session.take() {
+            // The server and its tap stop with the attempt; how they ended is on the wire tape.
+            let _ = tokio::time::timeout(Duration::from_secs(15), s.close()).await;
+        }
+        let mut spend = Spend {
+            tokens_in: any_usage.then_some(tokens_in),
+            tokens_out: any_usage.then_some(tokens_out),
+            cost_usd: None,
+            floor: self.signals.timed_out,
+            notes: vec![
+                "tokens are the endpoint's prompt and output counts, summed over requests".into(),
+            ],
+        };
+        if self.signals.timed_out {
+            spend.notes.push(
+                "a request in flight at the deadline is not counted; figures are a floor".into(),
+            );
+        }
+        match config.price_per_mtok {
+            Some((pin, pout)) if any_usage => {
+                spend.cost_usd =
+                    Some(tokens_in as f64 / 1e6 * pin + tokens_out as f64 / 1e6 * pout);
+            }
+            _ => spend
+                .notes
+                .push("no price for this endpoint; cost unknown".into()),
+        }
+        AgentRun {
+            turns: self.turns,
+            final_message: self.final_message,
+            spend,
+            reported_model: self.reported_model,
+            signals: self.signals,
+            end: self.end,
+            elapsed: self.started.elapsed(),
+            stderr_tail: String::new(),
+            invocation: None,
         }
     }
-    if signals.timed_out {
-        end = RunEnd::TimedOut;
-    }
-    if let Some(s) = session {
-        // The server and its tap stop with the attempt; how they ended is on the wire tape.
-        let _ = tokio::time::timeout(Duration::from_secs(15), s.close()).await;
-    }
-    let mut spend = Spend {
-        tokens_in: any_usage.then_some(tokens_in),
-        tokens_out: any_usage.then_some(tokens_out),
-        cost_usd: None,
-        floor: signals.timed_out,
-        notes: vec![
-            "tokens are the endpoint's prompt and output counts, summed over requests".into(),
-        ],
-    };
-    if signals.timed_out {
-        spend
-            .notes
-            .push("a request in flight at the deadline is not counted; figures are a floor".into());
-    }
-    match config.price_per_mtok {
-        Some((pin, pout)) if any_usage => {
-            spend.cost_usd = Some(tokens_in as f64 / 1e6 * pin + tokens_out as f64 / 1e6 * pout);
-        }
-        _ => spend
-            .notes
-            .push("no price for this endpoint; cost unknown".into()),
-    }
-    Ok(AgentRun {
-        turns,
-        final_message,
-        spend,
-        reported_model,
-        signals,
-        end,
-        elapsed: started.elapsed(),
-        stderr_tail: String::new(),
-        invocation: None,
-    })
 }
