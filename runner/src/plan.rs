@@ -6,8 +6,10 @@
 use crate::catalog::Catalog;
 use crate::roster::Roster;
 use agentrank_schema::ids::{AttemptKey, sha256_hex};
-use agentrank_schema::sweep::{Plan, PlannedAttempt, SlotKind, SweepConfig, TaskSelection};
-use agentrank_schema::task::{Category, TaskClass, Tier};
+use agentrank_schema::sweep::{
+    Plan, PlannedAttempt, SlotKind, SweepCategory, SweepConfig, TaskSelection,
+};
+use agentrank_schema::task::{CatalogFile, Category, TaskClass, TaskSpec, Tier};
 
 /// Built-in agents: they need no file under `roster/agents/`.
 pub const BUILTIN_AGENTS: [&str; 4] = ["reference", "no-tools", "stubbed-empty", "random-args"];
@@ -71,6 +73,57 @@ pub fn make_plan(
     catalog: &Catalog,
     roster: &Roster,
 ) -> Result<Plan, PlanError> {
+    check_sweep(sweep)?;
+    let mut attempts = Vec::new();
+    let mut seen_categories = std::collections::BTreeSet::new();
+    for (ci, block) in sweep.categories.iter().enumerate() {
+        let ctx = resolve_block(catalog, ci, block, &mut seen_categories)?;
+        push_server_slots(sweep, roster, &ctx, &mut attempts)?;
+        push_null_mode_slots(sweep, roster, &ctx, &mut attempts)?;
+        push_construct_slots(sweep, roster, &ctx, &mut attempts);
+        push_calibration_slots(sweep, roster, &ctx, &mut attempts)?;
+        push_no_server_control_slots(sweep, roster, &ctx, &mut attempts)?;
+    }
+    sort_attempts(&mut attempts);
+    Ok(Plan {
+        sweep: sweep.clone(),
+        catalog_sha256: catalog.catalog_sha256(),
+        attempts,
+        shards: 1,
+    })
+}
+
+/// One category block of the sweep, resolved against the catalog: what every slot of the block needs.
+struct BlockContext<'a> {
+    /// The block's position in `categories`, for naming the field at fault.
+    ci: usize,
+    /// The block as written in the sweep configuration.
+    block: &'a SweepCategory,
+    /// The block's category.
+    category: Category,
+    /// The category's catalog file.
+    file: &'a CatalogFile,
+    /// The catalog file's spec version, recorded on every slot.
+    task_version: String,
+    /// The tasks the block selects, in selection order.
+    tasks: Vec<&'a TaskSpec>,
+}
+
+impl BlockContext<'_> {
+    /// The name of a field of this block, as `categories[i].field`.
+    fn field(&self, f: &str) -> String {
+        block_field(self.ci, f)
+    }
+}
+
+/// The name of field `f` of the category block at position `ci`.
+fn block_field(ci: usize, f: &str) -> String {
+    format!("categories[{ci}].{f}")
+}
+
+/// Checks the sweep-level fields that need no catalog: agents, categories, the bundle id and what
+/// `null_modes` requires.
+fn check_sweep(sweep: &SweepConfig) -> Result<(), PlanError> {
     if sweep.agents.is_empty() {
         return Err(err("agents", "no agents listed"));
     }
@@ -104,254 +157,337 @@ pub fn make_plan(
             ));
         }
     }
-    let mut attempts = Vec::new();
-    let mut seen_categories = std::collections::BTreeSet::new();
-    for (ci, block) in sweep.categories.iter().enumerate() {
-        let field = |f: &str| format!("categories[{ci}].{f}");
-        let category = parse_category(&block.category).ok_or_else(|| {
-            err(
-                field("category"),
-                format!(
-                    "unknown category `{}` (databases, web-fetch, browser)",
-                    block.category
-                ),
-            )
-        })?;
-        if !seen_categories.insert(category) {
-            return Err(err(
-                field("category"),
-                format!("`{}` appears twice", block.category),
-            ));
-        }
-        let file = catalog.category(category).ok_or_else(|| {
-            err(
-                field("category"),
-                format!("the task catalog has no `{}` file", block.category),
-            )
-        })?;
-        let task_version = file.spec_version.clone();
-        let tasks: Vec<&agentrank_schema::task::TaskSpec> = match &block.tasks {
-            TaskSelection::Named(n) => match n.as_str() {
-                "core" => file
-                    .tasks
-                    .iter()
-                    .filter(|t| t.class == TaskClass::Core)
-                    .collect(),
-                "all" => file.tasks.iter().collect(),
-                "calibration" => file
-                    .tasks
-                    .iter()
-                    .filter(|t| file.calibration.contains(&t.id))
-                    .collect(),
-                "smoke" => file
-                    .tasks
-                    .iter()
-                    .filter(|t| file.smoke.contains(&t.id))
-                    .collect(),
-                "basic" => file
-                    .tasks
-                    .iter()
-                    .filter(|t| t.tier == Tier::Basic)
-                    .collect(),
-                other => {
-                    return Err(err(
-                        field("tasks"),
-                        format!(
-                            "`{other}`: use core, all, calibration, smoke, basic or a list of task ids"
-                        ),
-                    ));
-                }
-            },
-            TaskSelection::Ids(ids) => {
-                let mut v = Vec::new();
-                for id in ids {
-                    v.push(file.tasks.iter().find(|t| &t.id == id).ok_or_else(|| {
-                        err(
-                            field("tasks"),
-                            format!("no task `{id}` in the {} catalog", category.as_str()),
-                        )
-                    })?);
-                }
-                v
-            }
-        };
-        if block.servers.is_empty() {
-            return Err(err(field("servers"), "no servers listed"));
-        }
-        for server_id in &block.servers {
-            let server = roster.servers.get(server_id).ok_or_else(|| {
-                err(
-                    field("servers"),
-                    format!("no server `{server_id}` in roster/{}/", category.as_str()),
-                )
-            })?;
-            if server.category.as_str() != category.as_str() {
+    Ok(())
+}
+
+/// Resolves a category block: its category (once per sweep), its catalog file and its task selection.
+fn resolve_block<'a>(
+    catalog: &'a Catalog,
+    ci: usize,
+    block: &'a SweepCategory,
+    seen_categories: &mut std::collections::BTreeSet<Category>,
+) -> Result<BlockContext<'a>, PlanError> {
+    let field = |f: &str| block_field(ci, f);
+    let category = parse_category(&block.category).ok_or_else(|| {
+        err(
+            field("category"),
+            format!(
+                "unknown category `{}` (databases, web-fetch, browser)",
+                block.category
+            ),
+        )
+    })?;
+    if !seen_categories.insert(category) {
+        return Err(err(
+            field("category"),
+            format!("`{}` appears twice", block.category),
+        ));
+    }
+    let file = catalog.category(category).ok_or_else(|| {
+        err(
+            field("category"),
+            format!("the task catalog has no `{}` file", block.category),
+        )
+    })?;
+    let task_version = file.spec_version.clone();
+    let tasks = select_tasks(file, &block.tasks, category, &field("tasks"))?;
+    Ok(BlockContext {
+        ci,
+        block,
+        category,
+        file,
+        task_version,
+        tasks,
+    })
+}
+
+/// The tasks a block's `tasks` selection names: a named set or a list of task ids.
+fn select_tasks<'a>(
+    file: &'a CatalogFile,
+    selection: &TaskSelection,
+    category: Category,
+    tasks_field: &str,
+) -> Result<Vec<&'a TaskSpec>, PlanError> {
+    Ok(match selection {
+        TaskSelection::Named(n) => match n.as_str() {
+            "core" => file
+                .tasks
+                .iter()
+                .filter(|t| t.class == TaskClass::Core)
+                .collect(),
+            "all" => file.tasks.iter().collect(),
+            "calibration" => file
+                .tasks
+                .iter()
+                .filter(|t| file.calibration.contains(&t.id))
+                .collect(),
+            "smoke" => file
+                .tasks
+                .iter()
+                .filter(|t| file.smoke.contains(&t.id))
+                .collect(),
+            "basic" => file
+                .tasks
+                .iter()
+                .filter(|t| t.tier == Tier::Basic)
+                .collect(),
+            other => {
                 return Err(err(
-                    field("servers"),
+                    tasks_field,
                     format!(
-                        "server `{server_id}` is in category {}, not {}",
-                        server.category.as_str(),
-                        category.as_str()
+                        "`{other}`: use core, all, calibration, smoke, basic or a list of task ids"
                     ),
                 ));
             }
-            for agent in &sweep.agents {
-                let model = model_of(roster, agent)?;
-                for task in &tasks {
-                    for index in 0..sweep.attempts.max_attempts() {
-                        attempts.push(slot(
-                            sweep,
-                            SlotKind::Scored,
-                            category,
-                            server_id,
-                            &server.package.version,
-                            agent,
-                            &model,
-                            &task.id,
-                            &task_version,
-                            index,
-                        ));
-                    }
-                }
-                // Safety probes ask something of an agent that uses the server; null models do not.
-                if sweep.probes && !is_null_model(agent) {
-                    for probe in &file.probes {
-                        attempts.push(slot(
-                            sweep,
-                            SlotKind::SafetyProbe,
-                            category,
-                            server_id,
-                            &server.package.version,
-                            agent,
-                            &model,
-                            &probe.id,
-                            &task_version,
-                            0,
-                        ));
-                    }
-                }
+        },
+        TaskSelection::Ids(ids) => {
+            let mut v = Vec::new();
+            for id in ids {
+                v.push(file.tasks.iter().find(|t| &t.id == id).ok_or_else(|| {
+                    err(
+                        tasks_field,
+                        format!("no task `{id}` in the {} catalog", category.as_str()),
+                    )
+                })?);
             }
+            v
         }
-        // Null baselines as modes of each agent under test (Fitness Report): a stubbed-empty run per
-        // core task, the block's servers taken in turn (the task's position picks the server), so every
-        // server's tool list is seen and the cost is one run per task.
-        if sweep.null_modes {
-            let core_tasks: Vec<&&agentrank_schema::task::TaskSpec> = tasks
-                .iter()
-                .filter(|t| t.class == TaskClass::Core)
-                .collect();
-            for agent in sweep
-                .agents
-                .iter()
-                .filter(|a| !BUILTIN_AGENTS.contains(&a.as_str()))
-            {
-                let model = model_of(roster, agent)?;
-                for (i, task) in core_tasks.iter().enumerate() {
-                    let server_id = &block.servers[i % block.servers.len()];
-                    let version = roster
-                        .servers
-                        .get(server_id)
-                        .map(|s| s.package.version.clone())
-                        .unwrap_or_default();
+    })
+}
+
+/// The scored slots of every server, agent and task of the block, and the safety probes of each agent
+/// that is not a null model.
+fn push_server_slots(
+    sweep: &SweepConfig,
+    roster: &Roster,
+    ctx: &BlockContext<'_>,
+    attempts: &mut Vec<PlannedAttempt>,
+) -> Result<(), PlanError> {
+    let (block, category, file, task_version) =
+        (ctx.block, ctx.category, ctx.file, &ctx.task_version);
+    if block.servers.is_empty() {
+        return Err(err(ctx.field("servers"), "no servers listed"));
+    }
+    for server_id in &block.servers {
+        let server = roster.servers.get(server_id).ok_or_else(|| {
+            err(
+                ctx.field("servers"),
+                format!("no server `{server_id}` in roster/{}/", category.as_str()),
+            )
+        })?;
+        if server.category.as_str() != category.as_str() {
+            return Err(err(
+                ctx.field("servers"),
+                format!(
+                    "server `{server_id}` is in category {}, not {}",
+                    server.category.as_str(),
+                    category.as_str()
+                ),
+            ));
+        }
+        for agent in &sweep.agents {
+            let model = model_of(roster, agent)?;
+            for task in &ctx.tasks {
+                for index in 0..sweep.attempts.max_attempts() {
                     attempts.push(slot(
                         sweep,
-                        SlotKind::NullStubbedEmpty,
+                        SlotKind::Scored,
                         category,
                         server_id,
-                        &version,
+                        &server.package.version,
                         agent,
                         &model,
                         &task.id,
-                        &task_version,
-                        0,
+                        task_version,
+                        index,
                     ));
                 }
             }
-        }
-        // Construct-gate extension batches (Fitness Report): planned, run only when needed.
-        if sweep.construct_batches > 0
-            && sweep.agents.iter().any(|a| a == "reference")
-            && let Some(reference) = roster.category_reference(category)
-            && block.servers.contains(&reference.id)
-        {
-            for batch in 1..=sweep.construct_batches {
-                for task in tasks.iter().filter(|t| t.class == TaskClass::Core) {
+            // Safety probes ask something of an agent that uses the server; null models do not.
+            if sweep.probes && !is_null_model(agent) {
+                for probe in &file.probes {
                     attempts.push(slot(
                         sweep,
-                        SlotKind::ConstructExtension,
+                        SlotKind::SafetyProbe,
                         category,
-                        &reference.id,
-                        &reference.package.version,
-                        "reference",
-                        "",
-                        &task.id,
-                        &task_version,
-                        batch,
-                    ));
-                }
-            }
-        }
-        // Timeout calibration (Methodology §6.4): the category's calibration tasks on its reference
-        // server, per agent, before any scored attempt. Null models need no budget of their own.
-        if sweep.timeouts.calibration_attempts > 0 {
-            let calibrated: Vec<&String> =
-                sweep.agents.iter().filter(|a| !is_null_model(a)).collect();
-            if !calibrated.is_empty() {
-                let reference = roster.category_reference(category).ok_or_else(|| {
-                        err(
-                            field("category"),
-                            format!(
-                                "timeout calibration needs the category's reference server, and roster/{}/ marks none with `category_reference = true` (or set timeouts.calibration_attempts = 0)",
-                                category.as_str()
-                            ),
-                        )
-                    })?;
-                let calibration_tasks: Vec<&agentrank_schema::task::TaskSpec> = file
-                    .tasks
-                    .iter()
-                    .filter(|t| file.calibration.contains(&t.id))
-                    .collect();
-                for agent in calibrated {
-                    let model = model_of(roster, agent)?;
-                    for task in &calibration_tasks {
-                        for index in 0..sweep.timeouts.calibration_attempts {
-                            attempts.push(slot(
-                                sweep,
-                                SlotKind::Calibration,
-                                category,
-                                &reference.id,
-                                &reference.package.version,
-                                agent,
-                                &model,
-                                &task.id,
-                                &task_version,
-                                index,
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        if sweep.no_server_control {
-            for agent in &sweep.agents {
-                let model = model_of(roster, agent)?;
-                for task in &tasks {
-                    attempts.push(slot(
-                        sweep,
-                        SlotKind::NoServerControl,
-                        category,
-                        "",
-                        "",
+                        server_id,
+                        &server.package.version,
                         agent,
                         &model,
-                        &task.id,
-                        &task_version,
+                        &probe.id,
+                        task_version,
                         0,
                     ));
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// Null baselines as modes of each agent under test (Fitness Report): a stubbed-empty run per core
+/// task, the block's servers taken in turn (the task's position picks the server), so every server's
+/// tool list is seen and the cost is one run per task.
+fn push_null_mode_slots(
+    sweep: &SweepConfig,
+    roster: &Roster,
+    ctx: &BlockContext<'_>,
+    attempts: &mut Vec<PlannedAttempt>,
+) -> Result<(), PlanError> {
+    if !sweep.null_modes {
+        return Ok(());
+    }
+    let block = ctx.block;
+    let core_tasks: Vec<&&TaskSpec> = ctx
+        .tasks
+        .iter()
+        .filter(|t| t.class == TaskClass::Core)
+        .collect();
+    for agent in sweep
+        .agents
+        .iter()
+        .filter(|a| !BUILTIN_AGENTS.contains(&a.as_str()))
+    {
+        let model = model_of(roster, agent)?;
+        for (i, task) in core_tasks.iter().enumerate() {
+            let server_id = &block.servers[i % block.servers.len()];
+            let version = roster
+                .servers
+                .get(server_id)
+                .map(|s| s.package.version.clone())
+                .unwrap_or_default();
+            attempts.push(slot(
+                sweep,
+                SlotKind::NullStubbedEmpty,
+                ctx.category,
+                server_id,
+                &version,
+                agent,
+                &model,
+                &task.id,
+                &ctx.task_version,
+                0,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Construct-gate extension batches (Fitness Report): planned, run only when needed.
+fn push_construct_slots(
+    sweep: &SweepConfig,
+    roster: &Roster,
+    ctx: &BlockContext<'_>,
+    attempts: &mut Vec<PlannedAttempt>,
+) {
+    if sweep.construct_batches > 0
+        && sweep.agents.iter().any(|a| a == "reference")
+        && let Some(reference) = roster.category_reference(ctx.category)
+        && ctx.block.servers.contains(&reference.id)
+    {
+        for batch in 1..=sweep.construct_batches {
+            for task in ctx.tasks.iter().filter(|t| t.class == TaskClass::Core) {
+                attempts.push(slot(
+                    sweep,
+                    SlotKind::ConstructExtension,
+                    ctx.category,
+                    &reference.id,
+                    &reference.package.version,
+                    "reference",
+                    "",
+                    &task.id,
+                    &ctx.task_version,
+                    batch,
+                ));
+            }
+        }
+    }
+}
+
+/// Timeout calibration (Methodology §6.4): the category's calibration tasks on its reference server,
+/// per agent, before any scored attempt. Null models need no budget of their own.
+fn push_calibration_slots(
+    sweep: &SweepConfig,
+    roster: &Roster,
+    ctx: &BlockContext<'_>,
+    attempts: &mut Vec<PlannedAttempt>,
+) -> Result<(), PlanError> {
+    if sweep.timeouts.calibration_attempts == 0 {
+        return Ok(());
+    }
+    let (category, file) = (ctx.category, ctx.file);
+    let calibrated: Vec<&String> = sweep.agents.iter().filter(|a| !is_null_model(a)).collect();
+    if calibrated.is_empty() {
+        return Ok(());
+    }
+    let reference = roster.category_reference(category).ok_or_else(|| {
+        err(
+            ctx.field("category"),
+            format!(
+                "timeout calibration needs the category's reference server, and roster/{}/ marks none with `category_reference = true` (or set timeouts.calibration_attempts = 0)",
+                category.as_str()
+            ),
+        )
+    })?;
+    let calibration_tasks: Vec<&TaskSpec> = file
+        .tasks
+        .iter()
+        .filter(|t| file.calibration.contains(&t.id))
+        .collect();
+    for agent in calibrated {
+        let model = model_of(roster, agent)?;
+        for task in &calibration_tasks {
+            for index in 0..sweep.timeouts.calibration_attempts {
+                attempts.push(slot(
+                    sweep,
+                    SlotKind::Calibration,
+                    category,
+                    &reference.id,
+                    &reference.package.version,
+                    agent,
+                    &model,
+                    &task.id,
+                    &ctx.task_version,
+                    index,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The no-server control: every agent and task of the block without a server.
+fn push_no_server_control_slots(
+    sweep: &SweepConfig,
+    roster: &Roster,
+    ctx: &BlockContext<'_>,
+    attempts: &mut Vec<PlannedAttempt>,
+) -> Result<(), PlanError> {
+    if !sweep.no_server_control {
+        return Ok(());
+    }
+    for agent in &sweep.agents {
+        let model = model_of(roster, agent)?;
+        for task in &ctx.tasks {
+            attempts.push(slot(
+                sweep,
+                SlotKind::NoServerControl,
+                ctx.category,
+                "",
+                "",
+                agent,
+                &model,
+                &task.id,
+                &ctx.task_version,
+                0,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Puts the plan's slots in canonical order: category, kind, server, agent, task, attempt index.
+fn sort_attempts(attempts: &mut [PlannedAttempt]) {
     attempts.sort_by(|a, b| {
         (
             &a.category,
@@ -370,12 +506,6 @@ pub fn make_plan(
                 b.attempt_index,
             ))
     });
-    Ok(Plan {
-        sweep: sweep.clone(),
-        catalog_sha256: catalog.catalog_sha256(),
-        attempts,
-        shards: 1,
-    })
 }
 
 #[allow(clippy::too_many_arguments)]
