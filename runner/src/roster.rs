@@ -188,6 +188,25 @@ pub fn validate_server(
     expected: Category,
     runtimes: &RuntimePins,
 ) -> Result<(), RosterError> {
+    check_identity(file, server, expected)?;
+    match server.package.registry {
+        Registry::Npm => check_npm_package(file, server, runtimes)?,
+        Registry::Remote => check_remote_package(file, server)?,
+        Registry::Pypi => check_pypi_package(file, server)?,
+    }
+    check_launch(file, server)?;
+    check_engine(file, server)?;
+    let observed = check_capabilities(file, server)?;
+    check_recipes(file, server, &observed)?;
+    check_notes(file, server)
+}
+
+/// The category matches the folder, the id is a slug and the package version is exact.
+fn check_identity(
+    file: &Path,
+    server: &ServerConfig,
+    expected: Category,
+) -> Result<(), RosterError> {
     if server.category != expected {
         return Err(field_error(
             file,
@@ -221,112 +240,128 @@ pub fn validate_server(
             ),
         ));
     }
-    match server.package.registry {
-        Registry::Npm => {
-            if !server.package.npm_prepare.is_empty() {
-                return Err(field_error(
-                    file,
-                    "package.npm_prepare",
-                    "applies to PyPI packages only",
-                ));
-            }
-            if server.package.no_deps {
-                return Err(field_error(
-                    file,
-                    "package.no_deps",
-                    "applies to PyPI packages only",
-                ));
-            }
-            if server.package.python.is_some() {
-                return Err(field_error(
-                    file,
-                    "package.python",
-                    "only PyPI packages run on a Python interpreter",
-                ));
-            }
-            if let Some(major) = &server.package.node
-                && !runtimes.node.contains_key(major)
-            {
-                return Err(field_error(
-                    file,
-                    "package.node",
-                    format!("no Node {major} pinned in runtimes.toml"),
-                ));
-            }
-            for (i, dep) in server.package.with.iter().enumerate() {
-                let version = dep.rsplit_once('@').map(|(_, v)| v).unwrap_or_default();
-                if !is_exact_version(version) {
-                    return Err(field_error(
-                        file,
-                        format!("package.with[{i}]"),
-                        format!("`{dep}` must be `name@exact-version`"),
-                    ));
-                }
-            }
-        }
-        Registry::Remote => {
-            let pkg = &server.package;
-            let installs = pkg.local.is_some()
-                || !pkg.with.is_empty()
-                || pkg.node.is_some()
-                || pkg.python.is_some()
-                || pkg.ignore_scripts
-                || pkg.no_deps
-                || !pkg.npm_prepare.is_empty()
-                || pkg.playwright_browsers;
-            if installs {
-                return Err(field_error(
-                    file,
-                    "package",
-                    "a remote server is reached by URL: it takes no install settings (local, with, node, python, …)",
-                ));
-            }
-            if server.launch.transport != Transport::StreamableHttp {
-                return Err(field_error(
-                    file,
-                    "launch.transport",
-                    "a remote server is reached over `streamable-http`",
-                ));
-            }
-            if !server.launch.command.is_empty() {
-                return Err(field_error(
-                    file,
-                    "launch.command",
-                    "a remote server is not started by the runner: leave the command out",
-                ));
-            }
-            let url = server.launch.url.as_deref().unwrap_or_default();
-            if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains('{') {
-                return Err(field_error(
-                    file,
-                    "launch.url",
-                    format!("`{url}` is not a fixed http:// or https:// URL"),
-                ));
-            }
-        }
-        Registry::Pypi => {
-            if server.package.node.is_some()
-                || server.package.ignore_scripts
-                || server.package.playwright_browsers
-            {
-                return Err(field_error(
-                    file,
-                    "package.node",
-                    "Node settings apply to npm packages only",
-                ));
-            }
-            for (i, dep) in server.package.with.iter().enumerate() {
-                let version = dep.split_once("==").map(|(_, v)| v).unwrap_or_default();
-                if !is_exact_version(version) {
-                    return Err(field_error(
-                        file,
-                        format!("package.with[{i}]"),
-                        format!("`{dep}` must be `name==exact-version`"),
-                    ));
-                }
-            }
+    Ok(())
+}
+
+/// The package settings of an npm package: no PyPI settings, a pinned Node, exact extra packages.
+fn check_npm_package(
+    file: &Path,
+    server: &ServerConfig,
+    runtimes: &RuntimePins,
+) -> Result<(), RosterError> {
+    if !server.package.npm_prepare.is_empty() {
+        return Err(field_error(
+            file,
+            "package.npm_prepare",
+            "applies to PyPI packages only",
+        ));
+    }
+    if server.package.no_deps {
+        return Err(field_error(
+            file,
+            "package.no_deps",
+            "applies to PyPI packages only",
+        ));
+    }
+    if server.package.python.is_some() {
+        return Err(field_error(
+            file,
+            "package.python",
+            "only PyPI packages run on a Python interpreter",
+        ));
+    }
+    if let Some(major) = &server.package.node
+        && !runtimes.node.contains_key(major)
+    {
+        return Err(field_error(
+            file,
+            "package.node",
+            format!("no Node {major} pinned in runtimes.toml"),
+        ));
+    }
+    for (i, dep) in server.package.with.iter().enumerate() {
+        let version = dep.rsplit_once('@').map(|(_, v)| v).unwrap_or_default();
+        if !is_exact_version(version) {
+            return Err(field_error(
+                file,
+                format!("package.with[{i}]"),
+                format!("`{dep}` must be `name@exact-version`"),
+            ));
         }
     }
+    Ok(())
+}
+
+/// A remote server: no install settings, reached over Streamable HTTP at a fixed URL, no command.
+fn check_remote_package(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
+    let pkg = &server.package;
+    let installs = pkg.local.is_some()
+        || !pkg.with.is_empty()
+        || pkg.node.is_some()
+        || pkg.python.is_some()
+        || pkg.ignore_scripts
+        || pkg.no_deps
+        || !pkg.npm_prepare.is_empty()
+        || pkg.playwright_browsers;
+    if installs {
+        return Err(field_error(
+            file,
+            "package",
+            "a remote server is reached by URL: it takes no install settings (local, with, node, python, …)",
+        ));
+    }
+    if server.launch.transport != Transport::StreamableHttp {
+        return Err(field_error(
+            file,
+            "launch.transport",
+            "a remote server is reached over `streamable-http`",
+        ));
+    }
+    if !server.launch.command.is_empty() {
+        return Err(field_error(
+            file,
+            "launch.command",
+            "a remote server is not started by the runner: leave the command out",
+        ));
+    }
+    let url = server.launch.url.as_deref().unwrap_or_default();
+    if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains('{') {
+        return Err(field_error(
+            file,
+            "launch.url",
+            format!("`{url}` is not a fixed http:// or https:// URL"),
+        ));
+    }
+    Ok(())
+}
+
+/// The package settings of a PyPI package: no Node settings, exact extra packages.
+fn check_pypi_package(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
+    if server.package.node.is_some()
+        || server.package.ignore_scripts
+        || server.package.playwright_browsers
+    {
+        return Err(field_error(
+            file,
+            "package.node",
+            "Node settings apply to npm packages only",
+        ));
+    }
+    for (i, dep) in server.package.with.iter().enumerate() {
+        let version = dep.split_once("==").map(|(_, v)| v).unwrap_or_default();
+        if !is_exact_version(version) {
+            return Err(field_error(
+                file,
+                format!("package.with[{i}]"),
+                format!("`{dep}` must be `name==exact-version`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The launch: a command or URL as the transport needs, and no environment the runner sets itself.
+fn check_launch(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
     match server.launch.transport {
         Transport::Stdio if server.launch.command.is_empty() => {
             return Err(field_error(file, "launch.command", "empty"));
@@ -364,6 +399,11 @@ pub fn validate_server(
             ));
         }
     }
+    Ok(())
+}
+
+/// Database servers, and only they, name their engine.
+fn check_engine(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
     let is_db = server.category == Category::Databases;
     if is_db != server.engine.is_some() {
         return Err(field_error(
@@ -376,6 +416,15 @@ pub fn validate_server(
             },
         ));
     }
+    Ok(())
+}
+
+/// The observed tool names are distinct and every capability is known and maps to observed tools.
+/// Returns the observed tool names.
+fn check_capabilities<'a>(
+    file: &Path,
+    server: &'a ServerConfig,
+) -> Result<std::collections::BTreeSet<&'a str>, RosterError> {
     let known = server.category.capabilities();
     let observed: std::collections::BTreeSet<&str> =
         server.observed.tools.iter().map(String::as_str).collect();
@@ -408,6 +457,15 @@ pub fn validate_server(
             }
         }
     }
+    Ok(observed)
+}
+
+/// Every recipe has steps (or says why not), calls observed tools and has patterns that compile.
+fn check_recipes(
+    file: &Path,
+    server: &ServerConfig,
+    observed: &std::collections::BTreeSet<&str>,
+) -> Result<(), RosterError> {
     for (task, recipe) in &server.recipes {
         if recipe.steps.is_empty() && recipe.unsupported.is_none() {
             return Err(field_error(
@@ -451,6 +509,11 @@ pub fn validate_server(
             }
         }
     }
+    Ok(())
+}
+
+/// A swap and the fixes are written out in full.
+fn check_notes(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
     if let Some(swap) = &server.swap
         && [&swap.replaces, &swap.reason, &swap.adoption]
             .iter()
