@@ -229,12 +229,46 @@ fn eval_primitive_inner(
     p: &Predicate,
     ctx: &Ctx<'_>,
 ) -> Result<(NodeOutcome, String), (NodeOutcome, String)> {
-    let a = ctx.answer;
-    Ok(match p {
-        Predicate::All(_) | Predicate::Any(_) | Predicate::Not(_) => (
+    match p {
+        Predicate::All(_) | Predicate::Any(_) | Predicate::Not(_) => Ok((
             NodeOutcome::Fail,
             "compound evaluated as primitive".to_owned(),
-        ),
+        )),
+        Predicate::AnswerExact { .. }
+        | Predicate::AnswerSet { .. }
+        | Predicate::AnswerNumeric { .. }
+        | Predicate::AnswerFailed { .. }
+        | Predicate::AnswerDone { .. }
+        | Predicate::EvidenceContains { .. }
+        | Predicate::EvidenceImage { .. }
+        | Predicate::ServerCalled { .. } => Ok(eval_answer_or_evidence(p, ctx)),
+        Predicate::DbRowExists { .. }
+        | Predicate::DbQueryReturnsCount { .. }
+        | Predicate::DbColumnEquals { .. }
+        | Predicate::DbTableExists { .. }
+        | Predicate::DbTableHasColumn { .. }
+        | Predicate::DbUnchangedExcept { .. } => eval_database(p, ctx),
+        Predicate::FixturePageVisited { .. }
+        | Predicate::FixtureVisitCount { .. }
+        | Predicate::FixtureFormSubmitted { .. }
+        | Predicate::BrowserUrlIs { .. } => eval_fixture(p, ctx),
+    }
+}
+
+/// The outcome of a family function given a predicate of another family (never reached: the
+/// dispatcher in `eval_primitive_inner` routes each predicate to its family).
+fn other_family() -> (NodeOutcome, String) {
+    (
+        NodeOutcome::Fail,
+        "predicate evaluated by the wrong family".to_owned(),
+    )
+}
+
+/// The answer, evidence and server-call predicates: they read the agent's answer and the observed
+/// tool results.
+fn eval_answer_or_evidence(p: &Predicate, ctx: &Ctx<'_>) -> (NodeOutcome, String) {
+    let a = ctx.answer;
+    match p {
         Predicate::AnswerExact {
             expected,
             case_sensitive,
@@ -317,6 +351,17 @@ fn eval_primitive_inner(
                 (verdict(n > 0), format!("{n} server tool calls"))
             }
         }
+        _ => other_family(),
+    }
+}
+
+/// The database predicates: they read the observed database state (an error outcome when there is
+/// none).
+fn eval_database(
+    p: &Predicate,
+    ctx: &Ctx<'_>,
+) -> Result<(NodeOutcome, String), (NodeOutcome, String)> {
+    Ok(match p {
         Predicate::DbRowExists { table, columns } => {
             let d = db(ctx)?;
             let sql = row_exists_sql(table, columns);
@@ -391,6 +436,17 @@ fn eval_primitive_inner(
             let (ok, detail) = diff_allowed(d, updated, inserted);
             (verdict(ok), detail)
         }
+        _ => other_family(),
+    })
+}
+
+/// The fixture and browser predicates: they read the fixture server's request log (an error outcome
+/// when there is none).
+fn eval_fixture(
+    p: &Predicate,
+    ctx: &Ctx<'_>,
+) -> Result<(NodeOutcome, String), (NodeOutcome, String)> {
+    Ok(match p {
         Predicate::FixturePageVisited { path, status } => {
             let log = fixture(ctx)?;
             let n = log
@@ -457,6 +513,7 @@ fn eval_primitive_inner(
                 format!("last page navigation: {last:?}; expected {want}"),
             )
         }
+        _ => other_family(),
     })
 }
 
