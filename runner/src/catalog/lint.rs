@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 
 use agentrank_schema::predicate::{Predicate, PredicateKind};
 use agentrank_schema::task::{
-    AnswerKind, Binding, Category, Environment, TaskClass, TaskSpec, Tier,
+    AnswerKind, Binding, CatalogFile, Category, Environment, TaskClass, TaskInstance, TaskSpec,
+    Tier,
 };
 
 use super::{
@@ -246,6 +247,60 @@ pub fn lint(catalog: &Catalog, opts: &LintOptions) -> LintReport {
         opts.seeds
     };
     let mut report = LintReport::default();
+    let tool_names = lint_tool_names(opts);
+    let mut seen_ids: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut seen_categories = BTreeSet::new();
+
+    for (file, cat) in &catalog.files {
+        let at = FileFindings { file };
+        if !seen_categories.insert(cat.category) {
+            at.push(
+                &mut report,
+                None,
+                None,
+                "category",
+                format!("category {} is declared by two files", cat.category),
+            );
+        }
+        lint_file_sets(&at, cat, &mut report);
+        for t in &cat.tasks {
+            lint_task_entry(&at, cat, t, &mut seen_ids, &mut report);
+            lint_task(t, cat.category, seeds, &tool_names, &mut report, file);
+        }
+        lint_probes(&at, cat, seeds, &mut seen_ids, &mut report);
+    }
+    lint_generators(catalog, &mut report);
+    report.findings.sort();
+    report
+}
+
+/// Where findings of one catalog file go: the file they name.
+struct FileFindings<'a> {
+    file: &'a Path,
+}
+
+impl FileFindings<'_> {
+    /// Records a finding against this file.
+    fn push(
+        &self,
+        report: &mut LintReport,
+        task: Option<&str>,
+        seed: Option<u64>,
+        field: &str,
+        message: String,
+    ) {
+        report.findings.push(Finding {
+            file: self.file.to_path_buf(),
+            task: task.map(str::to_owned),
+            seed,
+            field: field.to_owned(),
+            message,
+        });
+    }
+}
+
+/// The tool names a prompt must not contain: the known ones and the identifier-like extra names.
+fn lint_tool_names(opts: &LintOptions) -> BTreeSet<String> {
     let mut tool_names: BTreeSet<String> =
         KNOWN_TOOL_NAMES.iter().map(|s| s.to_lowercase()).collect();
     tool_names.extend(
@@ -254,166 +309,161 @@ pub fn lint(catalog: &Catalog, opts: &LintOptions) -> LintReport {
             .filter(|n| is_identifier_like(n))
             .map(|n| n.to_lowercase()),
     );
-    let mut seen_ids: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut seen_categories = BTreeSet::new();
+    tool_names
+}
 
-    for (file, cat) in &catalog.files {
-        let push = |report: &mut LintReport,
-                    task: Option<&str>,
-                    seed: Option<u64>,
-                    field: &str,
-                    message: String| {
-            report.findings.push(Finding {
-                file: file.clone(),
-                task: task.map(str::to_owned),
-                seed,
-                field: field.to_owned(),
-                message,
-            });
-        };
-        if !seen_categories.insert(cat.category) {
-            push(
-                &mut report,
+/// The file's task sets: the tier counts, calibration is the basic tasks, smoke tasks exist.
+fn lint_file_sets(at: &FileFindings<'_>, cat: &CatalogFile, report: &mut LintReport) {
+    // Tier counts.
+    let count = |tier: Tier| cat.tasks.iter().filter(|t| t.tier == tier).count();
+    for (tier, want) in [(Tier::Basic, 8), (Tier::MultiStep, 6), (Tier::Edge, 4)] {
+        if count(tier) != want {
+            at.push(
+                report,
                 None,
                 None,
-                "category",
-                format!("category {} is declared by two files", cat.category),
+                "tier",
+                format!("{} {tier:?} tasks, expected {want}", count(tier)),
             );
         }
-        // Tier counts.
-        let count = |tier: Tier| cat.tasks.iter().filter(|t| t.tier == tier).count();
-        for (tier, want) in [(Tier::Basic, 8), (Tier::MultiStep, 6), (Tier::Edge, 4)] {
-            if count(tier) != want {
-                push(
-                    &mut report,
-                    None,
-                    None,
-                    "tier",
-                    format!("{} {tier:?} tasks, expected {want}", count(tier)),
-                );
-            }
-        }
-        // Calibration = the basic tasks; smoke tasks exist.
-        let basic: BTreeSet<&str> = cat
-            .tasks
-            .iter()
-            .filter(|t| t.tier == Tier::Basic)
-            .map(|t| t.id.as_str())
-            .collect();
-        let calibration: BTreeSet<&str> = cat.calibration.iter().map(String::as_str).collect();
-        if basic != calibration {
-            push(
-                &mut report,
+    }
+    // Calibration = the basic tasks; smoke tasks exist.
+    let basic: BTreeSet<&str> = cat
+        .tasks
+        .iter()
+        .filter(|t| t.tier == Tier::Basic)
+        .map(|t| t.id.as_str())
+        .collect();
+    let calibration: BTreeSet<&str> = cat.calibration.iter().map(String::as_str).collect();
+    if basic != calibration {
+        at.push(
+            report,
+            None,
+            None,
+            "calibration",
+            format!("calibration set {calibration:?} is not the basic tasks {basic:?}"),
+        );
+    }
+    for s in &cat.smoke {
+        if !cat.tasks.iter().any(|t| &t.id == s) {
+            at.push(
+                report,
                 None,
                 None,
-                "calibration",
-                format!("calibration set {calibration:?} is not the basic tasks {basic:?}"),
+                "smoke",
+                format!("smoke task `{s}` is not in this catalog"),
             );
         }
-        for s in &cat.smoke {
-            if !cat.tasks.iter().any(|t| &t.id == s) {
-                push(
-                    &mut report,
-                    None,
-                    None,
-                    "smoke",
-                    format!("smoke task `{s}` is not in this catalog"),
-                );
-            }
+    }
+}
+
+/// A task's catalog entry: its id is unique, its category is the file's, its capability and class
+/// agree, its step budget is positive.
+fn lint_task_entry(
+    at: &FileFindings<'_>,
+    cat: &CatalogFile,
+    t: &TaskSpec,
+    seen_ids: &mut BTreeMap<String, PathBuf>,
+    report: &mut LintReport,
+) {
+    let id = t.id.as_str();
+    if let Some(prev) = seen_ids.insert(t.id.clone(), at.file.to_path_buf()) {
+        at.push(
+            report,
+            Some(id),
+            None,
+            "id",
+            format!("id also used in {} ", prev.display()),
+        );
+    }
+    if t.category != cat.category {
+        at.push(
+            report,
+            Some(id),
+            None,
+            "category",
+            format!("task is {} but the file is {}", t.category, cat.category),
+        );
+    }
+    let in_core = cat.capabilities.core.contains(&t.capability);
+    let in_ext = cat.capabilities.extended.contains(&t.capability);
+    if !in_core && !in_ext {
+        at.push(
+            report,
+            Some(id),
+            None,
+            "capability",
+            format!(
+                "`{}` is not in the category's capability list",
+                t.capability
+            ),
+        );
+    } else if (t.class == TaskClass::Core) != in_core {
+        at.push(
+            report,
+            Some(id),
+            None,
+            "class",
+            format!(
+                "class {:?} disagrees with capability `{}`",
+                t.class, t.capability
+            ),
+        );
+    }
+    if t.max_steps == 0 {
+        at.push(
+            report,
+            Some(id),
+            None,
+            "max_steps",
+            "step budget must be positive".into(),
+        );
+    }
+}
+
+/// The safety probes: each id is unique and no seed's prompt shows a secret value.
+fn lint_probes(
+    at: &FileFindings<'_>,
+    cat: &CatalogFile,
+    seeds: u64,
+    seen_ids: &mut BTreeMap<String, PathBuf>,
+    report: &mut LintReport,
+) {
+    for p in &cat.probes {
+        report.tasks_checked += 1;
+        if let Some(prev) = seen_ids.insert(p.id.clone(), at.file.to_path_buf()) {
+            at.push(
+                report,
+                Some(&p.id),
+                None,
+                "id",
+                format!("id also used in {}", prev.display()),
+            );
         }
-        for (i, t) in cat.tasks.iter().enumerate() {
-            let id = t.id.as_str();
-            if let Some(prev) = seen_ids.insert(t.id.clone(), file.clone()) {
-                push(
-                    &mut report,
-                    Some(id),
-                    None,
-                    "id",
-                    format!("id also used in {} ", prev.display()),
-                );
-            }
-            if t.category != cat.category {
-                push(
-                    &mut report,
-                    Some(id),
-                    None,
-                    "category",
-                    format!("task is {} but the file is {}", t.category, cat.category),
-                );
-            }
-            let in_core = cat.capabilities.core.contains(&t.capability);
-            let in_ext = cat.capabilities.extended.contains(&t.capability);
-            if !in_core && !in_ext {
-                push(
-                    &mut report,
-                    Some(id),
-                    None,
-                    "capability",
-                    format!(
-                        "`{}` is not in the category's capability list",
-                        t.capability
-                    ),
-                );
-            } else if (t.class == TaskClass::Core) != in_core {
-                push(
-                    &mut report,
-                    Some(id),
-                    None,
-                    "class",
-                    format!(
-                        "class {:?} disagrees with capability `{}`",
-                        t.class, t.capability
-                    ),
-                );
-            }
-            if t.max_steps == 0 {
-                push(
-                    &mut report,
-                    Some(id),
-                    None,
-                    "max_steps",
-                    "step budget must be positive".into(),
-                );
-            }
-            let _ = i;
-            lint_task(t, cat.category, seeds, &tool_names, &mut report, file);
-        }
-        for p in &cat.probes {
-            report.tasks_checked += 1;
-            if let Some(prev) = seen_ids.insert(p.id.clone(), file.clone()) {
-                push(
-                    &mut report,
-                    Some(&p.id),
-                    None,
-                    "id",
-                    format!("id also used in {}", prev.display()),
-                );
-            }
-            for seed in 0..seeds {
-                match render_probe(p, seed) {
-                    Err(e) => {
-                        push(&mut report, Some(&p.id), Some(seed), "prompt", e.message);
-                        break;
-                    }
-                    Ok(inst) => {
-                        report.instances_rendered += 1;
-                        let prompt = inst.prompt.to_lowercase();
-                        let shown: BTreeSet<&str> =
-                            inst.params.values().flat_map(|b| b.values()).collect();
-                        for (k, b) in &inst.secrets {
-                            for v in b.values() {
-                                if !shown.contains(v)
-                                    && v.chars().count() >= 4
-                                    && forms(v).iter().any(|f| contains_token(&prompt, f))
-                                {
-                                    push(
-                                        &mut report,
-                                        Some(&p.id),
-                                        Some(seed),
-                                        "prompt",
-                                        format!("secret value `{k}` appears in the prompt"),
-                                    );
-                                }
+        for seed in 0..seeds {
+            match render_probe(p, seed) {
+                Err(e) => {
+                    at.push(report, Some(&p.id), Some(seed), "prompt", e.message);
+                    break;
+                }
+                Ok(inst) => {
+                    report.instances_rendered += 1;
+                    let prompt = inst.prompt.to_lowercase();
+                    let shown: BTreeSet<&str> =
+                        inst.params.values().flat_map(|b| b.values()).collect();
+                    for (k, b) in &inst.secrets {
+                        for v in b.values() {
+                            if !shown.contains(v)
+                                && v.chars().count() >= 4
+                                && forms(v).iter().any(|f| contains_token(&prompt, f))
+                            {
+                                at.push(
+                                    report,
+                                    Some(&p.id),
+                                    Some(seed),
+                                    "prompt",
+                                    format!("secret value `{k}` appears in the prompt"),
+                                );
                             }
                         }
                     }
@@ -421,7 +471,10 @@ pub fn lint(catalog: &Catalog, opts: &LintOptions) -> LintReport {
             }
         }
     }
-    // Every generator belongs to a task.
+}
+
+/// Every generator belongs to a task.
+fn lint_generators(catalog: &Catalog, report: &mut LintReport) {
     for (id, _) in generators::TASK_GENERATORS {
         if catalog.task(id).is_none() {
             report.findings.push(Finding {
@@ -433,10 +486,28 @@ pub fn lint(catalog: &Catalog, opts: &LintOptions) -> LintReport {
             });
         }
     }
-    report.findings.sort();
-    report
 }
 
+/// Where findings of one task go: its file and its id.
+struct TaskFindings<'a> {
+    file: &'a Path,
+    id: &'a str,
+}
+
+impl TaskFindings<'_> {
+    /// Records a finding against this task.
+    fn push(&self, report: &mut LintReport, seed: Option<u64>, field: &str, message: String) {
+        report.findings.push(Finding {
+            file: self.file.to_owned(),
+            task: Some(self.id.to_owned()),
+            seed,
+            field: field.to_owned(),
+            message,
+        });
+    }
+}
+
+/// Lints one task: its verifiers, its prompt's words, and every seed's rendered instance.
 fn lint_task(
     t: &TaskSpec,
     category: Category,
@@ -446,62 +517,13 @@ fn lint_task(
     file: &Path,
 ) {
     report.tasks_checked += 1;
-    let id = t.id.as_str();
-    let push = |report: &mut LintReport, seed: Option<u64>, field: &str, message: String| {
-        report.findings.push(Finding {
-            file: file.to_owned(),
-            task: Some(id.to_owned()),
-            seed,
-            field: field.to_owned(),
-            message,
-        });
+    let at = TaskFindings {
+        file,
+        id: t.id.as_str(),
     };
-    let verifier = Predicate::All(t.verifiers.clone());
-    if t.verifiers.is_empty() {
-        push(
-            report,
-            None,
-            "verify",
-            "a task needs at least one verifier".into(),
-        );
-    }
-    if has_empty_compound(&verifier) {
-        push(
-            report,
-            None,
-            "verify",
-            "an empty `all` or `any` is not allowed in a catalog".into(),
-        );
-    }
-    if t.answer_kind == AnswerKind::HonestFailure && !has_kind(&verifier, PredicateKind::Evidence) {
-        push(
-            report,
-            None,
-            "verify",
-            "an honest-failure task needs an evidence verifier (control safety, §2.4)".into(),
-        );
-    }
-    if t.answer_kind == AnswerKind::Value && !has_kind(&verifier, PredicateKind::Answer) {
-        push(
-            report,
-            None,
-            "verify",
-            "a value task needs an answer verifier".into(),
-        );
-    }
-    if category == Category::Databases
-        && t.class == TaskClass::Core
-        && (t.writes || checks_changed_state(&verifier))
-    {
-        push(
-            report,
-            None,
-            "writes",
-            "a core database task must only read data".into(),
-        );
-    }
+    lint_task_verifiers(&at, t, category, report);
     if generators::task_generator(t.generator_id()).is_none() {
-        push(
+        at.push(
             report,
             None,
             "id",
@@ -509,33 +531,11 @@ fn lint_task(
         );
         return;
     }
-    let prompt_lower = t.prompt.to_lowercase();
-    for name in tool_names {
-        if contains_token(&prompt_lower, name) {
-            push(
-                report,
-                None,
-                "prompt",
-                format!("the prompt names the tool `{name}`"),
-            );
-        }
-    }
-    if category == Category::Databases {
-        for w in DIALECT_WORDS {
-            if contains_token(&prompt_lower, w.trim()) {
-                push(
-                    report,
-                    None,
-                    "prompt",
-                    format!("a database prompt names the dialect word `{}`", w.trim()),
-                );
-            }
-        }
-    }
+    lint_prompt_words(&at, t, category, tool_names, report);
     let prompt_names = match template::placeholders(&t.prompt) {
         Ok(n) => n,
         Err(e) => {
-            push(report, None, "prompt", e.to_string());
+            at.push(report, None, "prompt", e.to_string());
             return;
         }
     };
@@ -549,82 +549,181 @@ fn lint_task(
                 } else {
                     "prompt"
                 };
-                push(report, Some(seed), field, e.message);
+                at.push(report, Some(seed), field, e.message);
                 return;
             }
         };
-        report.instances_rendered += 1;
-        for n in &prompt_names {
-            if !inst.params.contains_key(n) {
-                push(
-                    report,
-                    Some(seed),
-                    "prompt",
-                    format!(
-                        "placeholder `{{{{{n}}}}}` is not a prompt parameter (it is an expected or hidden value)"
-                    ),
-                );
-            }
-        }
-        let rendered = inst.prompt.to_lowercase();
-        let check = |b: &Binding, min_len: usize| -> Option<String> {
-            b.values().into_iter().find_map(|v| {
-                (v.chars().count() >= min_len
-                    && forms(v).iter().any(|f| contains_token(&rendered, f)))
-                .then(|| v.to_owned())
-            })
-        };
-        for (k, b) in &inst.expected {
-            if let Some(v) = check(b, 1) {
-                push(
-                    report,
-                    Some(seed),
-                    "prompt",
-                    format!(
-                        "expected value `{k}` ({v:?}, or its lowercase or reversed form) appears in the prompt"
-                    ),
-                );
-            }
-        }
-        for (k, b) in &inst.hidden {
-            if let Some(v) = check(b, 4) {
-                push(
-                    report,
-                    Some(seed),
-                    "prompt",
-                    format!("hidden value `{k}` ({v:?}) appears in the prompt"),
-                );
-            }
-        }
-        if let Environment::Database(env) = &inst.environment
-            && t.class == TaskClass::Core
-            && env.write_mode
-        {
-            push(
-                report,
-                Some(seed),
-                "writes",
-                "a core database task asks for write mode".into(),
-            );
-        }
-        if let Environment::Site(s) = &inst.environment
-            && let Err(problems) = s.site.validate()
-        {
-            push(
-                report,
-                Some(seed),
-                "environment",
-                format!("invalid fixture site: {}", problems.join("; ")),
-            );
-        }
+        lint_instance(&at, t, seed, &inst, &prompt_names, report);
         hashes.push((seed, instance_sha256(&inst)));
     }
     for (seed, prev) in seed_collisions(&hashes) {
-        push(
+        at.push(
             report,
             Some(seed),
             "environment",
             format!("seed {seed} renders the same instance as seed {prev}"),
+        );
+    }
+}
+
+/// A task's verifiers: present, no empty compound, the evidence or answer check its answer kind needs,
+/// and a core database task that only reads.
+fn lint_task_verifiers(
+    at: &TaskFindings<'_>,
+    t: &TaskSpec,
+    category: Category,
+    report: &mut LintReport,
+) {
+    let verifier = Predicate::All(t.verifiers.clone());
+    if t.verifiers.is_empty() {
+        at.push(
+            report,
+            None,
+            "verify",
+            "a task needs at least one verifier".into(),
+        );
+    }
+    if has_empty_compound(&verifier) {
+        at.push(
+            report,
+            None,
+            "verify",
+            "an empty `all` or `any` is not allowed in a catalog".into(),
+        );
+    }
+    if t.answer_kind == AnswerKind::HonestFailure && !has_kind(&verifier, PredicateKind::Evidence) {
+        at.push(
+            report,
+            None,
+            "verify",
+            "an honest-failure task needs an evidence verifier (control safety, §2.4)".into(),
+        );
+    }
+    if t.answer_kind == AnswerKind::Value && !has_kind(&verifier, PredicateKind::Answer) {
+        at.push(
+            report,
+            None,
+            "verify",
+            "a value task needs an answer verifier".into(),
+        );
+    }
+    if category == Category::Databases
+        && t.class == TaskClass::Core
+        && (t.writes || checks_changed_state(&verifier))
+    {
+        at.push(
+            report,
+            None,
+            "writes",
+            "a core database task must only read data".into(),
+        );
+    }
+}
+
+/// A task's prompt names no tool and, for databases, no dialect word.
+fn lint_prompt_words(
+    at: &TaskFindings<'_>,
+    t: &TaskSpec,
+    category: Category,
+    tool_names: &BTreeSet<String>,
+    report: &mut LintReport,
+) {
+    let prompt_lower = t.prompt.to_lowercase();
+    for name in tool_names {
+        if contains_token(&prompt_lower, name) {
+            at.push(
+                report,
+                None,
+                "prompt",
+                format!("the prompt names the tool `{name}`"),
+            );
+        }
+    }
+    if category == Category::Databases {
+        for w in DIALECT_WORDS {
+            if contains_token(&prompt_lower, w.trim()) {
+                at.push(
+                    report,
+                    None,
+                    "prompt",
+                    format!("a database prompt names the dialect word `{}`", w.trim()),
+                );
+            }
+        }
+    }
+}
+
+/// One seed's rendered instance: its placeholders are prompt parameters, its prompt shows no expected
+/// or hidden value, a core database task is not in write mode, a fixture site is valid.
+fn lint_instance(
+    at: &TaskFindings<'_>,
+    t: &TaskSpec,
+    seed: u64,
+    inst: &TaskInstance,
+    prompt_names: &[String],
+    report: &mut LintReport,
+) {
+    report.instances_rendered += 1;
+    for n in prompt_names {
+        if !inst.params.contains_key(n) {
+            at.push(
+                report,
+                Some(seed),
+                "prompt",
+                format!(
+                    "placeholder `{{{{{n}}}}}` is not a prompt parameter (it is an expected or hidden value)"
+                ),
+            );
+        }
+    }
+    let rendered = inst.prompt.to_lowercase();
+    let check = |b: &Binding, min_len: usize| -> Option<String> {
+        b.values().into_iter().find_map(|v| {
+            (v.chars().count() >= min_len && forms(v).iter().any(|f| contains_token(&rendered, f)))
+                .then(|| v.to_owned())
+        })
+    };
+    for (k, b) in &inst.expected {
+        if let Some(v) = check(b, 1) {
+            at.push(
+                report,
+                Some(seed),
+                "prompt",
+                format!(
+                    "expected value `{k}` ({v:?}, or its lowercase or reversed form) appears in the prompt"
+                ),
+            );
+        }
+    }
+    for (k, b) in &inst.hidden {
+        if let Some(v) = check(b, 4) {
+            at.push(
+                report,
+                Some(seed),
+                "prompt",
+                format!("hidden value `{k}` ({v:?}) appears in the prompt"),
+            );
+        }
+    }
+    if let Environment::Database(env) = &inst.environment
+        && t.class == TaskClass::Core
+        && env.write_mode
+    {
+        at.push(
+            report,
+            Some(seed),
+            "writes",
+            "a core database task asks for write mode".into(),
+        );
+    }
+    if let Environment::Site(s) = &inst.environment
+        && let Err(problems) = s.site.validate()
+    {
+        at.push(
+            report,
+            Some(seed),
+            "environment",
+            format!("invalid fixture site: {}", problems.join("; ")),
         );
     }
 }
