@@ -181,6 +181,11 @@ pub fn fast_commands(
             c.push("--test".into());
             c.push(test.clone());
         }
+        // A package with no unit tests and no fast target (the e2e sweeps) has nothing in this tier:
+        // `cargo test -p` with no target named would run all of its targets, real ones included.
+        if c.len() == 3 {
+            continue;
+        }
         c.extend(cargo_args.iter().cloned());
         c.push("--".into());
         c.extend(test_args.iter().cloned());
@@ -199,6 +204,22 @@ mod tests {
 
     fn root() -> std::path::PathBuf {
         crate::root()
+    }
+
+    #[test]
+    fn the_fast_tier_names_a_target_in_every_command() {
+        let tiers = load(&root()).expect("xtask/tiers.toml loads");
+        let packages = workspace_packages(&root()).expect("cargo metadata");
+        let commands = fast_commands(&tiers, &packages, &[], &[]);
+        assert!(!commands.is_empty());
+        for c in &commands {
+            assert!(
+                c.iter()
+                    .any(|a| a == "--lib" || a == "--bins" || a == "--test"),
+                "{c:?} names no target, so it would run every target of its package"
+            );
+            assert!(!c.contains(&"agentrank-e2e".to_string()), "{c:?}");
+        }
     }
 
     #[test]
