@@ -292,16 +292,8 @@ pub fn run_construct_followup(
         .attempts
         .iter()
         .filter(|s| s.kind == SlotKind::ConstructExtension)
-        .flat_map(|s| {
-            (0..=MAX_RERUNS).map(move |r| {
-                if r == 0 {
-                    s.attempt_id.clone()
-                } else {
-                    rerun_slot(&plan.sweep, s, r).attempt_id
-                }
-            })
-        })
-        .filter(|id| staging.is_staged(id))
+        .flat_map(|s| crate::sweep::attempt_chain(&plan.sweep, s))
+        .filter(|a| staging.is_staged(&a.attempt_id))
         .count();
     Ok(report)
 }

@@ -25,7 +25,7 @@ pub use calibration::is_calibrated;
 pub use config::{Specs, load_specs, load_sweep};
 pub use draft::{AgentConfigError, agent_config_record, plan_sweep, task_lint_record};
 pub use lock::{SweepLock, take_lock};
-pub(crate) use policy::staged_attempts;
+pub(crate) use policy::{attempt_chain, staged_attempts};
 pub use progress::{ProgressSink, SweepEvent};
 pub use shards::{calibrate_plan, load_plan_file, merge, run_shard, shard_index};
 pub use smoke::smoke_gate;
