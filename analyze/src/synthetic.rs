@@ -74,7 +74,6 @@ fn logistic(x: f64) -> f64 {
 }
 
 /// Generate a synthetic sweep.
-#[allow(clippy::needless_range_loop)] // indices name servers, agents and tasks as well as index arrays
 pub fn generate(spec: &Spec) -> Input {
     let mut attempts = Vec::new();
     let mut tool_calls = Vec::new();
@@ -84,14 +83,7 @@ pub fn generate(spec: &Spec) -> Input {
     for c in 0..spec.categories {
         let cat = category_name(c);
         let mut st = Stream::new(derive(key, c as u64));
-        let ability: Vec<f64> = (0..spec.servers)
-            .map(|_| 3.0 * uniform(&mut st) - 1.0)
-            .collect();
-        let agent_fx: Vec<f64> = (0..spec.agents).map(|_| uniform(&mut st) - 0.5).collect();
-        let difficulty: Vec<f64> = (0..spec.tasks)
-            .map(|_| 2.0 * uniform(&mut st) - 1.0)
-            .collect();
-        let caps: Vec<String> = (0..spec.tasks).map(|t| format!("cap-{}", t % 6)).collect();
+        let model = Model::draw(spec, &mut st);
         reference_servers.insert(cat.clone(), server_name(c, 0));
         for s in 0..spec.servers {
             let adv: BTreeSet<String> = (0..6)
@@ -100,148 +92,18 @@ pub fn generate(spec: &Spec) -> Input {
                 .collect();
             advertised.insert((cat.clone(), server_name(c, s)), adv);
         }
-        let push = |attempts: &mut Vec<Attempt>,
-                    tool_calls: &mut Vec<ToolCall>,
-                    server: String,
-                    agent: String,
-                    t: usize,
-                    i: usize,
-                    role: Role,
-                    p: f64,
-                    st: &mut Stream| {
-            let id = format!("{cat}/{server}/{agent}/{}/{i}", task_name(c, t));
-            let u = uniform(st);
-            let outcome = if u < p {
-                OutcomeClass::Pass
-            } else {
-                OutcomeClass::Fail
-            };
-            if spec.tool_calls && role == Role::Scored {
-                let n = 1 + st.below(4);
-                for k in 0..n {
-                    tool_calls.push(ToolCall {
-                        attempt_id: id.clone(),
-                        tool_name: format!("tool_{}", k % 3),
-                        tool_listed: Some(uniform(st) > 0.03),
-                        latency_ms: Some(20.0 + 400.0 * uniform(st)),
-                        is_error: uniform(st) < 0.1,
-                    });
-                }
-            }
-            attempts.push(Attempt {
-                attempt_id: id,
-                category: cat.clone(),
-                server,
-                agent,
-                task: task_name(c, t),
-                class: if t + 2 >= spec.tasks && spec.tasks > 10 {
-                    TaskClass::Extended
-                } else {
-                    TaskClass::Core
-                },
-                capability: Some(caps[t].clone()),
-                attempt_index: i as u32,
-                rerun_index: 0,
-                outcome,
-                role,
-                batch: 0,
-                tool_calls: None,
-                step_budget: Some(20),
-                cost_usd: None,
-                cost_floor_reasons: Vec::new(),
-            });
+        let mut category = CategoryGen {
+            spec,
+            c,
+            cat,
+            caps: (0..spec.tasks).map(|t| format!("cap-{}", t % 6)).collect(),
+            st,
+            attempts: &mut attempts,
+            tool_calls: &mut tool_calls,
         };
-        for s in 0..spec.servers {
-            for a in 0..spec.agents {
-                for t in 0..spec.tasks {
-                    let p = logistic(ability[s] + agent_fx[a] - difficulty[t]);
-                    for i in 0..spec.attempts {
-                        push(
-                            &mut attempts,
-                            &mut tool_calls,
-                            server_name(c, s),
-                            agent_name(a),
-                            t,
-                            i,
-                            Role::Scored,
-                            p,
-                            &mut st,
-                        );
-                    }
-                    // Agent 0 sometimes uses a built-in tool: an extra, excluded attempt slot (§6.2).
-                    if a == 0 && uniform(&mut st) < spec.builtin_share {
-                        let i = spec.attempts;
-                        push(
-                            &mut attempts,
-                            &mut tool_calls,
-                            server_name(c, s),
-                            agent_name(a),
-                            t,
-                            i,
-                            Role::Scored,
-                            p,
-                            &mut st,
-                        );
-                        if let Some(last) = attempts.last_mut() {
-                            last.outcome = OutcomeClass::InvalidBuiltin;
-                        }
-                    }
-                }
-            }
-        }
-        // Enough registered trials on the reference server that an all-PASS run clears the Wilson bound
-        // (at least 36 = n with n / (n + 1.96²) ≥ 0.90).
-        let core = (0..spec.tasks)
-            .filter(|t| !(t + 2 >= spec.tasks && spec.tasks > 10))
-            .count()
-            .max(1);
-        let reference_reps = 36usize.div_ceil(core).max(3);
+        category.scored(&model);
         if spec.controls {
-            for t in 0..spec.tasks {
-                for a in 0..spec.agents {
-                    push(
-                        &mut attempts,
-                        &mut tool_calls,
-                        "none".into(),
-                        agent_name(a),
-                        t,
-                        0,
-                        Role::NoServerControl,
-                        0.0,
-                        &mut st,
-                    );
-                }
-                for m in NullModel::ALL {
-                    push(
-                        &mut attempts,
-                        &mut tool_calls,
-                        server_name(c, 1),
-                        format!("null-{}", m.as_str()),
-                        t,
-                        0,
-                        Role::Null(m),
-                        0.03,
-                        &mut st,
-                    );
-                }
-                for s in 0..spec.servers {
-                    // Three registered repetitions on the reference server (48 trials clear the
-                    // Wilson bound at 48/48), two elsewhere for reachability.
-                    for i in 0..(if s == 0 { reference_reps } else { 2 }) {
-                        push(
-                            &mut attempts,
-                            &mut tool_calls,
-                            server_name(c, s),
-                            "reference".into(),
-                            t,
-                            i,
-                            Role::Reference,
-                            if s == 0 { 1.0 } else { 0.9 },
-                            &mut st,
-                        );
-                    }
-                }
-            }
+            category.controls();
         }
     }
     Input {
@@ -254,6 +116,159 @@ pub fn generate(spec: &Spec) -> Input {
         smoke_tasks: default_smoke_tasks(),
         strict_gates: spec.controls,
         ..Input::default()
+    }
+}
+
+/// One category's drawn model: server ability, agent effect and task difficulty on the logit scale.
+struct Model {
+    ability: Vec<f64>,
+    agent_fx: Vec<f64>,
+    difficulty: Vec<f64>,
+}
+
+impl Model {
+    fn draw(spec: &Spec, st: &mut Stream) -> Model {
+        let ability = (0..spec.servers).map(|_| 3.0 * uniform(st) - 1.0).collect();
+        let agent_fx = (0..spec.agents).map(|_| uniform(st) - 0.5).collect();
+        let difficulty = (0..spec.tasks).map(|_| 2.0 * uniform(st) - 1.0).collect();
+        Model {
+            ability,
+            agent_fx,
+            difficulty,
+        }
+    }
+}
+
+/// One category's generator: its stream, its tasks' capabilities and the tables it appends to.
+struct CategoryGen<'a> {
+    spec: &'a Spec,
+    c: usize,
+    cat: String,
+    caps: Vec<String>,
+    st: Stream,
+    attempts: &'a mut Vec<Attempt>,
+    tool_calls: &'a mut Vec<ToolCall>,
+}
+
+impl CategoryGen<'_> {
+    /// Whether task `t` is an extended task (the last two of a catalog of more than ten).
+    fn is_extended(&self, t: usize) -> bool {
+        t + 2 >= self.spec.tasks && self.spec.tasks > 10
+    }
+
+    /// Draw one attempt (and, for a scored one, its tool calls) with pass probability `p`.
+    fn push(&mut self, server: String, agent: String, t: usize, i: usize, role: Role, p: f64) {
+        let id = format!("{}/{server}/{agent}/{}/{i}", self.cat, task_name(self.c, t));
+        let u = uniform(&mut self.st);
+        let outcome = if u < p {
+            OutcomeClass::Pass
+        } else {
+            OutcomeClass::Fail
+        };
+        if self.spec.tool_calls && role == Role::Scored {
+            let n = 1 + self.st.below(4);
+            for k in 0..n {
+                self.tool_calls.push(ToolCall {
+                    attempt_id: id.clone(),
+                    tool_name: format!("tool_{}", k % 3),
+                    tool_listed: Some(uniform(&mut self.st) > 0.03),
+                    latency_ms: Some(20.0 + 400.0 * uniform(&mut self.st)),
+                    is_error: uniform(&mut self.st) < 0.1,
+                });
+            }
+        }
+        self.attempts.push(Attempt {
+            attempt_id: id,
+            category: self.cat.clone(),
+            server,
+            agent,
+            task: task_name(self.c, t),
+            class: if self.is_extended(t) {
+                TaskClass::Extended
+            } else {
+                TaskClass::Core
+            },
+            capability: Some(self.caps[t].clone()),
+            attempt_index: i as u32,
+            rerun_index: 0,
+            outcome,
+            role,
+            batch: 0,
+            tool_calls: None,
+            step_budget: Some(20),
+            cost_usd: None,
+            cost_floor_reasons: Vec::new(),
+        });
+    }
+
+    /// The scored attempts of every (server, agent, task) cell.
+    fn scored(&mut self, model: &Model) {
+        let spec = self.spec;
+        for (s, ability) in model.ability.iter().enumerate() {
+            for (a, agent_fx) in model.agent_fx.iter().enumerate() {
+                for (t, difficulty) in model.difficulty.iter().enumerate() {
+                    let p = logistic(ability + agent_fx - difficulty);
+                    for i in 0..spec.attempts {
+                        let (server, agent) = (server_name(self.c, s), agent_name(a));
+                        self.push(server, agent, t, i, Role::Scored, p);
+                    }
+                    // Agent 0 sometimes uses a built-in tool: an extra, excluded attempt slot (§6.2).
+                    if a == 0 && uniform(&mut self.st) < spec.builtin_share {
+                        let (server, agent) = (server_name(self.c, s), agent_name(a));
+                        self.push(server, agent, t, spec.attempts, Role::Scored, p);
+                        if let Some(last) = self.attempts.last_mut() {
+                            last.outcome = OutcomeClass::InvalidBuiltin;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The no-server control, the null models and the reference agent, task by task.
+    fn controls(&mut self) {
+        let spec = self.spec;
+        // Enough registered trials on the reference server that an all-PASS run clears the Wilson bound
+        // (at least 36 = n with n / (n + 1.96²) ≥ 0.90).
+        let core = (0..spec.tasks)
+            .filter(|&t| !self.is_extended(t))
+            .count()
+            .max(1);
+        let reference_reps = 36usize.div_ceil(core).max(3);
+        for t in 0..spec.tasks {
+            for a in 0..spec.agents {
+                self.push(
+                    "none".into(),
+                    agent_name(a),
+                    t,
+                    0,
+                    Role::NoServerControl,
+                    0.0,
+                );
+            }
+            for m in NullModel::ALL {
+                let agent = format!("null-{}", m.as_str());
+                self.push(server_name(self.c, 1), agent, t, 0, Role::Null(m), 0.03);
+            }
+            for s in 0..spec.servers {
+                // Registered repetitions on the reference server, two elsewhere for reachability.
+                let (reps, p) = if s == 0 {
+                    (reference_reps, 1.0)
+                } else {
+                    (2, 0.9)
+                };
+                for i in 0..reps {
+                    self.push(
+                        server_name(self.c, s),
+                        "reference".into(),
+                        t,
+                        i,
+                        Role::Reference,
+                        p,
+                    );
+                }
+            }
+        }
     }
 }
 
