@@ -61,12 +61,14 @@ fn truncate_label(s: &str) -> String {
     }
 }
 
+/// What the SVG backend reports when an element cannot be drawn.
+type DrawError = DrawingAreaErrorKind<<SVGBackend<'static> as DrawingBackend>::ErrorType>;
+
 fn draw(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     rows: &[IntervalRow],
     height: u32,
-) -> Result<(), String> {
-    let e = |x: DrawingAreaErrorKind<_>| x.to_string();
+) -> Result<(), DrawError> {
     let ink = RGBColor(0x33, 0x33, 0x33);
     let grid = RGBColor(0xbb, 0xbb, 0xbb);
     let bar = RGBColor(0x1f, 0x5f, 0xa8);
@@ -88,22 +90,19 @@ fn draw(
         area.draw(&PathElement::new(
             vec![(x, TOP), (x, bottom)],
             grid.stroke_width(1),
-        ))
-        .map_err(e)?;
+        ))?;
         if k % 2 == 0 {
             area.draw(&Text::new(
                 format!("{}%", k * 10),
                 (x, bottom + 6),
                 tick_style.clone().pos(Pos::new(tick_label(k), VPos::Top)),
-            ))
-            .map_err(e)?;
+            ))?;
         }
     }
     area.draw(&PathElement::new(
         vec![(LEFT, bottom), (LEFT + plot_w, bottom)],
         ink.stroke_width(1),
-    ))
-    .map_err(e)?;
+    ))?;
     let label_style = TextStyle::from(("sans-serif", LABEL_PX).into_font())
         .color(&ink)
         .pos(Pos::new(HPos::Left, VPos::Top));
@@ -114,24 +113,20 @@ fn draw(
             truncate_label(&row.label),
             (LEFT, top + 2),
             label_style.clone(),
-        ))
-        .map_err(e)?;
+        ))?;
         match row.interval {
             Some((est, lo, hi)) => {
                 area.draw(&Rectangle::new(
                     [(x_of(lo), y - 5), (x_of(hi).max(x_of(lo) + 2), y + 5)],
                     bar.filled(),
-                ))
-                .map_err(e)?;
-                area.draw(&Circle::new((x_of(est), y), 7, ink.filled()))
-                    .map_err(e)?;
+                ))?;
+                area.draw(&Circle::new((x_of(est), y), 7, ink.filled()))?;
             }
             None => {
                 let style = TextStyle::from(("sans-serif", 15).into_font())
                     .color(&refused)
                     .pos(Pos::new(HPos::Left, VPos::Center));
-                area.draw(&Text::new(truncate_label(&row.note), (LEFT + 6, y), style))
-                    .map_err(e)?;
+                area.draw(&Text::new(truncate_label(&row.note), (LEFT + 6, y), style))?;
             }
         }
     }
@@ -151,9 +146,9 @@ pub fn interval_svg(
     {
         let backend = SVGBackend::with_string(&mut buf, (WIDTH, height));
         let area = backend.into_drawing_area();
-        draw(&area, rows, height).map_err(|message| ChartError {
+        draw(&area, rows, height).map_err(|x| ChartError {
             title: title.to_string(),
-            message,
+            message: x.to_string(),
         })?;
         area.present().map_err(|x| ChartError {
             title: title.to_string(),
