@@ -196,7 +196,18 @@ def analyse_category(cells, seed, resamples, category_index, low_sample=("codex"
         cs = common[(i, j)]
         from scipy.stats import spearmanr
 
+        def tied(v):
+            # Point Completions within TIE of each other are one value (the method's tie rule); a mean
+            # of rates summed in another order can differ from its twin in the last bit.
+            v = np.asarray(v, dtype=float).copy()
+            order = np.argsort(v, kind="stable")
+            for k in range(1, len(order)):
+                if v[order[k]] - v[order[k - 1]] <= TIE:
+                    v[order[k]] = v[order[k - 1]]
+            return v
+
         def point_rho(x, y):
+            x, y = tied(x), tied(y)
             if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
                 return None
             return float(spearmanr(x, y).statistic)

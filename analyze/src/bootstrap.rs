@@ -13,7 +13,8 @@
 //!
 //! Randomness: the task draw of resample `r` uses the stream `derive(category_key, r)`; the attempt draw of
 //! copy `j` in a cell uses the stream seeded by `derive(resample_key, j + 1) XOR cell_key` where `cell_key` hashes the
-//! cell's attempt ids. Every draw therefore depends only on the seed and the identity of what is drawn,
+//! cell's identity (category, agent, server, task) and then its attempt ids, so no spelling of the ids
+//! can make two cells draw the same numbers. Every draw therefore depends only on the seed and the identity of what is drawn,
 //! never on thread scheduling or on the position of a server in a list.
 //!
 //! Computation: a resample's copies are processed grouped by drawn task; a cell whose rate cannot move
@@ -43,7 +44,7 @@ pub struct Cell {
     pub passes: Vec<bool>,
     /// Number of `true` in `passes`.
     pub passes_count: usize,
-    /// Stream key of this cell (hash of its attempt ids).
+    /// Stream key of this cell (hash of its identity and its attempt ids).
     pub key: u64,
     /// `thresholds[i] = P(K ≤ i) · 2^64` for `K ~ Binomial(m, passes_count / m)`, `i < m`: the number of
     /// passes among `m` draws with replacement, sampled by inversion from one 64-bit uniform.
@@ -52,10 +53,31 @@ pub struct Cell {
     pub rates: Vec<f64>,
 }
 
+/// What a cell is: its category, agent, server and task. Its stream key starts from these, so two cells
+/// never share draws whatever their attempts are called (a plain table's per-cell `attempt` numbers
+/// repeat in every cell).
+#[derive(Clone, Copy, Debug)]
+pub struct CellId<'a> {
+    pub category: &'a str,
+    pub agent: &'a str,
+    pub server: &'a str,
+    pub task: &'a str,
+}
+
+impl CellId<'_> {
+    /// The cell's stream key before its attempts are folded in.
+    fn key(&self) -> u64 {
+        [self.category, self.agent, self.server, self.task]
+            .iter()
+            .fold(hash_str("cell"), |key, part| derive(key, hash_str(part)))
+    }
+}
+
 impl Cell {
-    /// Build a cell from `(attempt_id, passed)` pairs in attempt order.
-    pub fn new<'a>(attempts: impl IntoIterator<Item = (&'a str, bool)>) -> Self {
-        let mut key = hash_str("cell");
+    /// Build the cell `id` from `(attempt_id, passed)` pairs in attempt order. Its stream key hashes the
+    /// cell's identity, then its attempt ids.
+    pub fn new<'a>(id: CellId<'_>, attempts: impl IntoIterator<Item = (&'a str, bool)>) -> Self {
+        let mut key = id.key();
         let mut passes = Vec::new();
         for (id, p) in attempts {
             key = derive(key, hash_str(id));
@@ -267,7 +289,7 @@ fn code_scale<'a>(designs: impl IntoIterator<Item = &'a Design>) -> Option<u64> 
 /// A cell whose rate moves under resampling.
 #[derive(Clone, Copy, Debug)]
 struct MovingCell {
-    /// Stream key (hash of the cell's attempt ids).
+    /// Stream key (hash of the cell's identity and attempt ids).
     key: u64,
     /// Board row (flat server index).
     row: u32,
@@ -1568,7 +1590,15 @@ mod tests {
                                         ((s.next_u64() >> 11) as f64) < skill * (1u64 << 53) as f64
                                     })
                                     .collect();
-                                Cell::new(ids.iter().map(String::as_str).zip(outcomes))
+                                let (agent, server, task) =
+                                    (format!("a{a}"), format!("s{sv}"), format!("t{t}"));
+                                let id = CellId {
+                                    category: "c",
+                                    agent: &agent,
+                                    server: &server,
+                                    task: &task,
+                                };
+                                Cell::new(id, ids.iter().map(String::as_str).zip(outcomes))
                             })
                             .collect()
                     })

@@ -2,7 +2,7 @@
 //! whose pass rate jumps across many servers) and test-retest between two runs of a category (§8.7).
 
 use crate::analysis::Config;
-use crate::bootstrap::{Cell, Design, RhoSummary, cluster_bootstrap};
+use crate::bootstrap::{Cell, CellId, Design, RhoSummary, cluster_bootstrap};
 use crate::input::{Attempt, Input, Role, TaskClass};
 use crate::stats::spearman::spearman_of_completions;
 use agentrank_schema::analysis::{AgreementRow, AnomalyRow};
@@ -127,13 +127,21 @@ fn retest_rho(
     if servers.len() < 2 || tasks.is_empty() {
         return None;
     }
-    let side = |run: &Run<'_>| -> Vec<Vec<Cell>> {
+    let side = |run: &Run<'_>, label: &str| -> Vec<Vec<Cell>> {
         servers
             .iter()
             .map(|s| {
                 tasks
                     .iter()
-                    .map(|t| Cell::new(run[s][t].iter().copied()))
+                    .map(|t| {
+                        let id = CellId {
+                            category,
+                            agent: label,
+                            server: s,
+                            task: t,
+                        };
+                        Cell::new(id, run[s][t].iter().copied())
+                    })
                     .collect()
             })
             .collect()
@@ -143,7 +151,7 @@ fn retest_rho(
         tasks: tasks.iter().map(|t| (*t).to_string()).collect(),
         agents: vec!["earlier".into(), "later".into()],
         servers: vec![servers.iter().map(|s| (*s).to_string()).collect(); 2],
-        cells: vec![side(&p), side(&c)],
+        cells: vec![side(&p, "earlier"), side(&c, "later")],
     };
     let boot = cluster_bootstrap(&design, cfg.seed, cfg.resamples);
     boot.pairs.into_iter().next().map(|pair| pair.server_rho)

@@ -110,7 +110,8 @@ pub fn tool_attributes(
 ) -> ToolAttributes {
     let mut out = ToolAttributes::default();
     let mut eff = Vec::new();
-    for a in attempts {
+    // In a fixed order, so that the mean's last bit does not depend on the order of the input rows.
+    for a in sorted(attempts) {
         let calls = calls_by_attempt
             .get(a.attempt_id.as_str())
             .map(Vec::as_slice)

@@ -143,7 +143,7 @@ pub fn paired_differences(design: &Design, seed: u64, resamples: usize) -> Vec<P
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::cluster_bootstrap;
+    use crate::bootstrap::{CellId, cluster_bootstrap};
     use crate::stats::percentile::quantile_select;
 
     /// A crossed design with `servers` rows of `tasks` cells of `m` attempts, pass pattern by hash.
@@ -156,7 +156,14 @@ mod tests {
                 let passes: Vec<bool> = (0..m)
                     .map(|i| (s * 7 + t * 3 + i * 5) % (s + 3) != 0)
                     .collect();
-                row.push(Cell::new(ids.iter().map(String::as_str).zip(passes)));
+                let (server, task) = (format!("srv{s}"), format!("t{t}"));
+                let id = CellId {
+                    category: "web-fetch",
+                    agent: "x",
+                    server: &server,
+                    task: &task,
+                };
+                row.push(Cell::new(id, ids.iter().map(String::as_str).zip(passes)));
             }
             cells.push(row);
         }
@@ -177,7 +184,13 @@ mod tests {
             if m == 4 {
                 // One cell with a different attempt count and one with none countable.
                 let ids = ["odd-1", "odd-2"];
-                d.cells[0][2][1] = Cell::new(ids.into_iter().zip([true, false]));
+                let id = CellId {
+                    category: "web-fetch",
+                    agent: "x",
+                    server: "srv2",
+                    task: "t1",
+                };
+                d.cells[0][2][1] = Cell::new(id, ids.into_iter().zip([true, false]));
             }
             let board = cluster_bootstrap(&d, 99, 2_000);
             let draws = board_draws(&d, 0, 99, 2_000);

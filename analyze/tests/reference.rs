@@ -43,10 +43,33 @@ fn tolerance(sd: f64, step: f64) -> f64 {
 }
 
 fn cross_check(spec: &Spec, seed: u64) {
-    let tmp = tempfile::tempdir().expect("tempdir");
     let input = synthetic::generate(spec);
+    cross_check_table(&synthetic::attempts_csv(&input), seed);
+}
+
+/// The same attempts table with its `attempt` column counting 1, 2, … inside each cell, as the usual
+/// export of a plain table does (the synthetic table's ids are unique across cells).
+fn with_per_cell_attempt_numbers(csv: &str) -> String {
+    let mut lines = csv.lines();
+    let header = lines.next().expect("header");
+    let columns: Vec<&str> = header.split(',').collect();
+    let col = |name: &str| columns.iter().position(|c| *c == name).expect(name);
+    let (attempt, index) = (col("attempt"), col("attempt_index"));
+    let mut out = format!("{header}\n");
+    for line in lines {
+        let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
+        let i: u32 = fields[index].parse().expect("attempt_index");
+        fields[attempt] = (i + 1).to_string();
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn cross_check_table(table: &str, seed: u64) {
+    let tmp = tempfile::tempdir().expect("tempdir");
     let csv = tmp.path().join("attempts.csv");
-    std::fs::write(&csv, synthetic::attempts_csv(&input)).expect("write csv");
+    std::fs::write(&csv, table).expect("write csv");
     let out = tmp.path().join("rust");
     let o = Command::new(env!("CARGO_BIN_EXE_agentrank-analyze"))
         .arg(&csv)
@@ -203,4 +226,29 @@ fn rust_agrees_with_numpy_reference_on_a_small_noisy_sweep() {
         },
         29,
     );
+}
+
+/// A plain table whose `attempt` column counts 1, 2, … in every cell (so every cell has the same attempt
+/// ids) is the same design as one with unique ids: both must agree with the numpy reference, whose draws
+/// are independent per cell by construction. Cells keyed by their attempt ids alone drew the same numbers
+/// in every cell, which narrowed the rank intervals and pinned the agreement intervals to their points.
+#[test]
+fn per_cell_attempt_numbers_give_independent_draws_in_every_cell() {
+    let spec = Spec {
+        controls: false,
+        tool_calls: false,
+        builtin_share: 0.0,
+        ..Spec::full_size(303)
+    };
+    let unique = synthetic::attempts_csv(&synthetic::generate(&spec));
+    let per_cell = with_per_cell_attempt_numbers(&unique);
+    assert_ne!(unique, per_cell);
+    assert!(
+        per_cell
+            .lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(4).is_some_and(|a| a.len() == 1))
+    );
+    cross_check_table(&per_cell, 41);
+    cross_check_table(&unique, 41);
 }

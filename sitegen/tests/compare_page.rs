@@ -5,8 +5,8 @@
 //!   replacement once with the SplitMix64 stream `derive(derive(category key, r), 0)` and Lemire's
 //!   `below`; copy `j` has the key `derive(key_r, j + 1)`; in each drawn copy each server's countable
 //!   attempts (attempt order) are drawn with replacement as Binomial(m, k/m) by inversion of one
-//!   uniform from the stream `copy key XOR cell key` (cell key: `hash("cell")` folded with the hash of
-//!   each attempt id). The difference of the two Completions is taken inside each resample; the
+//!   uniform from the stream `copy key XOR cell key` (cell key: `hash("cell")` folded with the hashes
+//!   of the cell's category, agent, server and task, then of each attempt id). The difference of the two Completions is taken inside each resample; the
 //!   interval is its 2.5 and 97.5 percentiles with linear interpolation.
 //! - attempts to separate: `ceil((z_{α/2}·sqrt(2·p̄q̄) + z_β·sqrt(p1q1 + p2q2))² / (p1 − p2)²)` with
 //!   α = 0.05 two-sided and power 0.80, spread over the core tasks.
@@ -88,7 +88,16 @@ mod independent {
 /// One server's countable outcomes per core task, in attempt order, with their ids.
 type Cells = Vec<Vec<(String, bool)>>;
 
-fn draw_rate(cell: &[(String, bool)], copy_key: u64) -> f64 {
+/// The key a cell's stream starts from: its identity, before its attempt ids are folded in.
+fn identity_key(category: &str, agent: &str, server: &str, task: &str) -> u64 {
+    [category, agent, server, task]
+        .iter()
+        .fold(independent::hash("cell"), |k, part| {
+            independent::derive(k, independent::hash(part))
+        })
+}
+
+fn draw_rate(cell: &[(String, bool)], identity: u64, copy_key: u64) -> f64 {
     let m = cell.len();
     let k = cell.iter().filter(|c| c.1).count();
     if m == 0 {
@@ -97,7 +106,7 @@ fn draw_rate(cell: &[(String, bool)], copy_key: u64) -> f64 {
     if k == 0 || k == m {
         return k as f64 / m as f64;
     }
-    let mut key = independent::hash("cell");
+    let mut key = identity;
     for (id, _) in cell {
         key = independent::derive(key, independent::hash(id));
     }
@@ -117,10 +126,29 @@ fn completion(cells: &Cells) -> f64 {
         / cells.len() as f64
 }
 
-/// The paired difference a − b: point and 95% interval.
-fn paired(seed: u64, category: &str, resamples: usize, a: &Cells, b: &Cells) -> (f64, f64, f64) {
+/// One server's side of a comparison: its name and its cells.
+struct Side<'a> {
+    server: &'a str,
+    cells: &'a Cells,
+}
+
+/// The paired difference a − b of one agent's two servers over the core tasks: point and 95% interval.
+fn paired(
+    seed: u64,
+    (category, agent): (&str, &str),
+    core: &[String],
+    resamples: usize,
+    a: Side<'_>,
+    b: Side<'_>,
+) -> (f64, f64, f64) {
     use independent::*;
-    let t_n = a.len();
+    let t_n = a.cells.len();
+    let ids = |side: &Side<'_>| -> Vec<u64> {
+        core.iter()
+            .map(|t| identity_key(category, agent, side.server, t))
+            .collect()
+    };
+    let (ia, ib) = (ids(&a), ids(&b));
     let key = derive(derive(seed, hash("agentrank-bootstrap-v1")), hash(category));
     let mut diffs = Vec::with_capacity(resamples);
     for r in 0..resamples {
@@ -130,14 +158,14 @@ fn paired(seed: u64, category: &str, resamples: usize, a: &Cells, b: &Cells) -> 
         for j in 0..t_n {
             let t = tasks.below(t_n);
             let copy = derive(key_r, j as u64 + 1);
-            sa += draw_rate(&a[t], copy);
-            sb += draw_rate(&b[t], copy);
+            sa += draw_rate(&a.cells[t], ia[t], copy);
+            sb += draw_rate(&b.cells[t], ib[t], copy);
         }
         diffs.push((sa - sb) / t_n as f64);
     }
     let lo = percentile(&mut diffs, 0.025);
     let hi = percentile(&mut diffs, 0.975);
-    (completion(a) - completion(b), lo, hi)
+    (completion(a.cells) - completion(b.cells), lo, hi)
 }
 
 fn attempts_to_separate(p1: f64, p2: f64) -> u64 {
@@ -227,7 +255,20 @@ fn the_compare_page_agrees_with_an_independent_paired_bootstrap_and_power_calcul
     let mut separated_checked = 0;
     for p in &input.analysis.pairs {
         let (a, bb) = (cells_of(&p.server_a), cells_of(&p.server_b));
-        let (point, lo, hi) = paired(seed, "web-fetch", resamples, &a, &bb);
+        let (point, lo, hi) = paired(
+            seed,
+            ("web-fetch", "claude"),
+            &core,
+            resamples,
+            Side {
+                server: &p.server_a,
+                cells: &a,
+            },
+            Side {
+                server: &p.server_b,
+                cells: &bb,
+            },
+        );
         // The published table, to floating-point noise.
         assert!(
             (p.difference.estimate - point).abs() < 1e-12,

@@ -76,7 +76,7 @@ fn method_record(cfg: &Config) -> Method {
         bootstrap: "cluster bootstrap per category: core tasks drawn with replacement once per resample and shared by every agent and server; then each drawn copy's countable attempts drawn with replacement, independently per copy and cell; only PASS/FAIL (headline: timeouts as FAIL) are resampled".into(),
         resamples: cfg.resamples as i64,
         seed: cfg.seed as i64,
-        rng: "SplitMix64 streams derived per unit of work from the seed, the category, the resample index, the copy index and a hash of the cell's attempt ids; independent of thread count".into(),
+        rng: "SplitMix64 streams derived per unit of work from the seed, the category, the resample index, the copy index and a hash of the cell's identity (category, agent, server, task) and its attempt ids; independent of thread count and of the order of the input rows".into(),
         percentiles: "2.5 and 97.5 percentiles with linear interpolation (numpy default, Hyndman-Fan type 7)".into(),
         ranks: "competition ranks by Completion within each resample, 1 = best, values within 1e-9 tied at the better rank".into(),
         rank_interval: "2.5-97.5 linear percentiles of a server's resampled ranks, widened to integers (floor, ceil)".into(),

@@ -5,7 +5,7 @@ use super::Category;
 use super::gating::{Boards, Scope};
 use super::index::CategoryData;
 use crate::bootstrap::{
-    BootstrapResult, Cell, Design, cluster_bootstrap, cluster_bootstrap_completion,
+    BootstrapResult, Cell, CellId, Design, cluster_bootstrap, cluster_bootstrap_completion,
     cluster_bootstrap_with_sensitivity,
 };
 use crate::input::Role;
@@ -59,7 +59,13 @@ pub(super) fn build_design(
                                     hash_str(&format!("unsupported/{server}/{t}")),
                                 )
                             } else {
-                                Cell::new(c.iter().map(|(id, p)| (id.as_str(), *p)))
+                                let id = CellId {
+                                    category,
+                                    agent,
+                                    server,
+                                    task: t,
+                                };
+                                Cell::new(id, c.iter().map(|(id, p)| (id.as_str(), *p)))
                             }
                         })
                         .collect()

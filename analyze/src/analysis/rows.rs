@@ -6,7 +6,7 @@ use super::gating::{Boards, Scope};
 use super::index::{CallsByAttempt, CategoryData, ids_of, pooled_completion, reference_attempts};
 use super::resample::Resampled;
 use super::{CELL_RHO_MIN, Category, CellKey, Config, EXCLUDED_FLAG_SHARE, SERVER_RHO_MIN};
-use crate::bootstrap::{BootstrapResult, Cell, Design};
+use crate::bootstrap::{BootstrapResult, Design};
 use crate::gates::GateResult;
 use crate::input::{Attempt, NullModel, Role};
 use crate::metrics::{self, View};
@@ -317,12 +317,9 @@ fn mean_pass_rate<'t>(
     let rates: Vec<f64> = tasks
         .filter_map(|t| {
             let atts = cell.get(t).map(Vec::as_slice).unwrap_or(&[]);
-            Cell::new(
-                metrics::countable(atts, View::Headline)
-                    .iter()
-                    .map(|(i, p)| (i.as_str(), *p)),
-            )
-            .pass_rate()
+            let counted = metrics::countable(atts, View::Headline);
+            let passes = counted.iter().filter(|(_, p)| *p).count();
+            (!counted.is_empty()).then(|| passes as f64 / counted.len() as f64)
         })
         .collect();
     if rates.is_empty() {
