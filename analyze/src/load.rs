@@ -4,11 +4,13 @@
 //!
 //! Plain attempts tables need the columns `category, server, agent, task, attempt, outcome` (the bundle
 //! spellings `server_id, agent_id, task_id, attempt_id` are accepted too) and may carry `class`,
-//! `capability`, `attempt_index`, `rerun_index`, `role`, `batch`, `tool_calls`, `step_budget`,
-//! `cost_usd`. Without `attempt_index`, rows are taken in file order within each cell.
+//! `capability`, `attempt_index`, `rerun_index`, `role` (`scored`, `control`, `reference`,
+//! `null-<model>`, or a bundle's role words, so a bundle's own `attempts.parquet` reads as a plain
+//! table), `batch`, `tool_calls`, `step_budget`, `cost_usd`. Without `attempt_index`, rows are taken in file order within each cell.
 
 use crate::input::{Attempt, Input, NullModel, Role, TaskClass, ToolCall, default_smoke_tasks};
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::role::AttemptRole;
 use arrow_array::{Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use std::collections::{BTreeMap, BTreeSet};
@@ -230,7 +232,9 @@ fn parse_bool(s: &str) -> Option<bool> {
 /// A plain-table row whose role cannot be told.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum RoleError {
-    #[error("unknown role {0:?}; expected scored, control, reference or null-<model>")]
+    #[error(
+        "unknown role {0:?}; expected scored, control, reference, null-<model>, or a bundle's role word (see schema/BUNDLE-FORMAT.md)"
+    )]
     Unknown(String),
     #[error("agent {0:?} looks like a null model but is not one")]
     NotANullModel(String),
@@ -239,27 +243,44 @@ pub enum RoleError {
 /// The role of a plain-table row: an explicit `role` column wins; otherwise a server named `none`,
 /// `no-server` or empty is the no-server control, an agent named `reference` is the reference agent, and an
 /// agent named after a null model (`no-tools`, `null-no-tools`, …) is that null model, as in bundles.
-pub fn infer_role(role: Option<&str>, agent: &str, server: &str) -> Result<Role, RoleError> {
+/// A bundle's role words are read as the bundle loader reads them; `Ok(None)` is a row in no statistic
+/// (`calibration`, and `safety-probe`: a plain table carries no safety posture).
+pub fn infer_role(
+    role: Option<&str>,
+    agent: &str,
+    server: &str,
+) -> Result<Option<Role>, RoleError> {
     if let Some(r) = role.map(str::trim).filter(|r| !r.is_empty()) {
+        if let Some(word) = AttemptRole::parse(r) {
+            return Ok(match word {
+                AttemptRole::Scored => Some(Role::Scored),
+                AttemptRole::Calibration | AttemptRole::SafetyProbe => None,
+                AttemptRole::NoServer => Some(Role::NoServerControl),
+                AttemptRole::NullNoTools => Some(Role::Null(NullModel::NoTools)),
+                AttemptRole::NullStubbedEmpty => Some(Role::Null(NullModel::StubbedEmpty)),
+                AttemptRole::NullRandomArgs => Some(Role::Null(NullModel::RandomArgs)),
+                AttemptRole::Smoke | AttemptRole::Reference | AttemptRole::ConstructExtension => {
+                    Some(Role::Reference)
+                }
+            });
+        }
         return match r {
-            "scored" => Ok(Role::Scored),
-            "control" | "no-server" | "no_server_control" => Ok(Role::NoServerControl),
-            "reference" => Ok(Role::Reference),
+            "control" | "no_server_control" => Ok(Some(Role::NoServerControl)),
             other => NullModel::parse(other)
-                .map(Role::Null)
+                .map(|m| Some(Role::Null(m)))
                 .ok_or_else(|| RoleError::Unknown(other.to_string())),
         };
     }
     if server.is_empty() || server == "none" || server == "no-server" {
-        Ok(Role::NoServerControl)
+        Ok(Some(Role::NoServerControl))
     } else if agent == "reference" {
-        Ok(Role::Reference)
+        Ok(Some(Role::Reference))
     } else if let Some(m) = NullModel::parse(agent) {
-        Ok(Role::Null(m))
+        Ok(Some(Role::Null(m)))
     } else if agent.starts_with("null") {
         Err(RoleError::NotANullModel(agent.to_string()))
     } else {
-        Ok(Role::Scored)
+        Ok(Some(Role::Scored))
     }
 }
 
@@ -305,6 +326,12 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
         let srv = server.get(r).unwrap_or_default().to_string();
         let ag = req(agent, r, "agent")?;
         let tk = req(task, r, "task")?;
+        // A row in no statistic (a calibration run, a safety probe) takes no attempt index either.
+        let Some(role) =
+            infer_role(get(role, r), &ag, &srv).map_err(|e| t.bad(r, "role", e.to_string()))?
+        else {
+            continue;
+        };
         let out_s = outcome
             .get(r)
             .ok_or_else(|| t.bad(r, "outcome", "empty value"))?;
@@ -335,8 +362,6 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
                 *e - 1
             }
         };
-        let role =
-            infer_role(get(role, r), &ag, &srv).map_err(|e| t.bad(r, "role", e.to_string()))?;
         let cost_usd = get(cost, r)
             .map(|s| {
                 s.parse::<f64>()
@@ -457,4 +482,42 @@ pub fn load_input(path: &Path) -> Result<Input, LoadError> {
         return crate::load_bundle::load_bundle(path);
     }
     attempts_from_table(&read_table(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundles_role_words_read_as_the_bundle_loader_reads_them() {
+        let role = |w: &str| infer_role(Some(w), "qwen", "srv").expect("known word");
+        assert_eq!(role("scored"), Some(Role::Scored));
+        assert_eq!(role("calibration"), None);
+        assert_eq!(role("safety-probe"), None);
+        assert_eq!(role("no-server"), Some(Role::NoServerControl));
+        assert_eq!(
+            role("null-stubbed-empty"),
+            Some(Role::Null(NullModel::StubbedEmpty))
+        );
+        assert_eq!(
+            role("null-random-args"),
+            Some(Role::Null(NullModel::RandomArgs))
+        );
+        for w in ["smoke", "reference", "construct-extension"] {
+            assert_eq!(role(w), Some(Role::Reference), "{w}");
+        }
+        // The plain export's words still read.
+        assert_eq!(role("control"), Some(Role::NoServerControl));
+        assert_eq!(role("no-tools"), Some(Role::Null(NullModel::NoTools)));
+        assert_eq!(
+            infer_role(Some("scoring"), "qwen", "srv"),
+            Err(RoleError::Unknown("scoring".into()))
+        );
+        // No role column: the server and agent tell.
+        assert_eq!(
+            infer_role(None, "qwen", "none"),
+            Ok(Some(Role::NoServerControl))
+        );
+        assert_eq!(infer_role(None, "qwen", "srv"), Ok(Some(Role::Scored)));
+    }
 }

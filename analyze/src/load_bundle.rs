@@ -1,8 +1,9 @@
 //! Loading a sealed bundle into [`Input`] (an IO edge), through the schema crate's bundle reader.
 //!
-//! Roles come from the `controls` table (`no-server`, `null-*`, `reference`, `smoke`; `calibration` rows
-//! are left out of every statistic) and from the built-in agents' ids; attempts without a
-//! control row are scored. The reference server of each category and the advertised capabilities come
+//! Roles come from the attempts' `role` column (which the schema's reader derives from the `controls`
+//! table and the built-in agents' ids for bundles before schema 1.3); `calibration` attempts are left out
+//! of every statistic. Control rows whose attempt is missing from `attempts` get their role from their
+//! kind. The reference server of each category and the advertised capabilities come
 //! from the server configurations recorded in the manifest; the lock check compares the lock manifest
 //! with the servers and agents that actually ran.
 
@@ -13,6 +14,7 @@ use crate::load::LoadError;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
 use agentrank_schema::manifest::ManifestDraft;
 use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
+use agentrank_schema::role::AttemptRole;
 use agentrank_schema::roster::{AgentConfig, AgentKind, RosterRow, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -35,6 +37,24 @@ fn role_of(control_kind: Option<&str>, agent: &str) -> Role {
         Some(k) => NullModel::parse(k).map_or_else(by_agent, Role::Null),
         None => by_agent(),
     }
+}
+
+/// The analysis's role of a bundle attempt from its `role` column (derived by the reader for bundles
+/// before schema 1.3); `None` for a timeout-calibration attempt, which is in no statistic.
+fn analysis_role(role: AttemptRole, agent: &str) -> Option<Role> {
+    Some(match role {
+        AttemptRole::Calibration => return None,
+        // A safety probe feeds the safety posture only; the analysis keeps it out of every task set by
+        // its capability, and its agent says whose run it was.
+        AttemptRole::Scored | AttemptRole::SafetyProbe => role_of(None, agent),
+        AttemptRole::NoServer => Role::NoServerControl,
+        AttemptRole::NullNoTools => Role::Null(NullModel::NoTools),
+        AttemptRole::NullStubbedEmpty => Role::Null(NullModel::StubbedEmpty),
+        AttemptRole::NullRandomArgs => Role::Null(NullModel::RandomArgs),
+        AttemptRole::Smoke | AttemptRole::Reference | AttemptRole::ConstructExtension => {
+            Role::Reference
+        }
+    })
 }
 
 /// Step budgets (`max_steps`) by task id, from the task catalog sealed into the bundle (`catalog/`). A
@@ -76,18 +96,15 @@ pub fn is_reference_row(sc: &ServerConfig) -> bool {
 fn bundle_attempts(b: &LoadedBundle) -> Vec<Attempt> {
     let budgets = step_budgets(&b.dir);
     let t = &b.tables;
-    let control: BTreeMap<&str, &str> = t
-        .controls
-        .iter()
-        .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
-        .collect();
     // Timeout-calibration attempts (Methodology §6.4) fixed the agents' budgets and are in no statistic.
-    let is_calibration = |id: &str| control.get(id) == Some(&"calibration");
     let mut attempts: Vec<Attempt> = t
         .attempts
         .iter()
-        .filter(|a| !is_calibration(&a.attempt_id))
-        .map(|a| Attempt {
+        .filter_map(|a| {
+            let role = a.role.unwrap_or(AttemptRole::Scored);
+            Some((a, role, analysis_role(role, &a.agent_id)?))
+        })
+        .map(|(a, bundle_role, role)| Attempt {
             attempt_id: a.attempt_id.clone(),
             category: a.category.clone(),
             server: a.server_id.clone(),
@@ -102,9 +119,9 @@ fn bundle_attempts(b: &LoadedBundle) -> Vec<Attempt> {
             attempt_index: u32::try_from(a.attempt_index.max(0)).unwrap_or(u32::MAX),
             rerun_index: u32::try_from(a.rerun_index.max(0)).unwrap_or(u32::MAX),
             outcome: a.outcome,
-            role: role_of(control.get(a.attempt_id.as_str()).copied(), &a.agent_id),
+            role,
             // A construct-gate extension attempt carries its batch (1-based) as its attempt index.
-            batch: if control.get(a.attempt_id.as_str()) == Some(&"construct-extension") {
+            batch: if bundle_role == AttemptRole::ConstructExtension {
                 u32::try_from(a.attempt_index.max(0)).unwrap_or(0)
             } else {
                 0

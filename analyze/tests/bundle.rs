@@ -39,6 +39,8 @@ fn core_attempt(
 ) -> agentrank_schema::records::AttemptRecord {
     let mut rec = template.clone();
     rec.attempt_id = id.to_string();
+    // The role is derived at seal time from the agent and the control rows, as for older units.
+    rec.role = None;
     rec.category = "databases".into();
     rec.server_id = server.into();
     rec.agent_id = agent.into();
@@ -87,6 +89,7 @@ fn sealed_bundle_loads_and_is_analysed() {
         let id = sha256_hex(a.attempt_id.as_bytes())[..24].to_string();
         let mut rec = template.attempts[0].clone();
         rec.attempt_id = id.clone();
+        rec.role = None;
         rec.category = a.category.clone();
         rec.server_id = a.server.clone();
         rec.agent_id = a.agent.clone();
@@ -189,6 +192,7 @@ fn step_budgets_come_from_the_sealed_catalog() {
         let id = format!("a{i:020}");
         let mut rec = template.attempts[0].clone();
         rec.attempt_id = id.clone();
+        rec.role = None;
         rec.task_id = task.into();
         rec.tape_mcp_path = tape_path(&id, Plane::Mcp);
         rec.tape_agent_path = tape_path(&id, Plane::Agent);

@@ -359,6 +359,7 @@ mod tests {
             class: "core".into(),
             server_id: "dbhub".into(),
             outcome,
+            role: None,
             ..template.clone()
         };
         let control = |id: &str, kind: &str| ControlRecord {

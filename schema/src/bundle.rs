@@ -311,6 +311,9 @@ impl Staging {
                 })?;
             tables.add(unit);
         }
+        // Units staged before the runner wrote roles (a sweep resumed across versions) get the role
+        // a reader would derive; new units carry their own.
+        crate::role::derive_roles(&mut tables.attempts, &tables.controls);
 
         let work = self
             .bundles_dir
@@ -778,7 +781,7 @@ pub fn read_bundle(dir: &Path) -> Result<LoadedBundle, BundleError> {
             what: "a bundle manifest",
             source,
         })?;
-    let tables = Tables {
+    let mut tables = Tables {
         attempts: load(dir, &manifest)?,
         tool_calls: load(dir, &manifest)?,
         verifier_results: load(dir, &manifest)?,
@@ -787,6 +790,8 @@ pub fn read_bundle(dir: &Path) -> Result<LoadedBundle, BundleError> {
         fixture_health: load(dir, &manifest)?,
         task_instances: load(dir, &manifest)?,
     };
+    // A bundle before schema 1.3 has no `role` column: its roles are derived as the runner decides them.
+    crate::role::derive_roles(&mut tables.attempts, &tables.controls);
     Ok(LoadedBundle {
         dir: dir.to_path_buf(),
         manifest,

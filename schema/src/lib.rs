@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod outcome;
 pub mod predicate;
 pub mod records;
+pub mod role;
 pub mod roster;
 #[cfg(feature = "test-support")]
 pub mod sample;
@@ -38,4 +39,4 @@ pub const METHODOLOGY_VERSION: &str = "1.0";
 
 /// Version of the bundle schema: `MAJOR.MINOR`. A reader accepts its own major and any minor up to its
 /// own; a newer minor or another major is refused.
-pub const SCHEMA_VERSION: &str = "1.2";
+pub const SCHEMA_VERSION: &str = "1.3";

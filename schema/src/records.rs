@@ -6,6 +6,7 @@
 //! epoch in UTC (`Timestamp(Microsecond, "UTC")`); optional values are nullable columns.
 
 use crate::outcome::OutcomeClass;
+use crate::role::AttemptRole;
 use crate::table::{Table, f_bool, f_f64, f_i64, f_str, f_ts};
 use arrow_schema::Field;
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,11 @@ pub struct AttemptRecord {
     /// every one was applied or no sandbox was built.
     #[serde(default)]
     pub limits_missing: Option<String>,
+    /// What the attempt was run for (schema 1.3): `scored` for exactly the attempts behind a board's
+    /// Completion, another word for every control, gate run and probe (see [`AttemptRole`]). Never null
+    /// in a bundle sealed at 1.3; the reader derives it for older bundles.
+    #[serde(default)]
+    pub role: Option<AttemptRole>,
 }
 
 impl Table for AttemptRecord {
@@ -147,6 +153,7 @@ impl Table for AttemptRecord {
             f_str("fault_code", true),
             f_str("limits_applied", true),
             f_str("limits_missing", true),
+            f_str("role", true),
         ]
     }
     fn sort_key(&self) -> String {

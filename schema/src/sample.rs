@@ -10,6 +10,7 @@ use crate::records::{
     AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TaskInstanceRecord,
     ToolCallRecord, VerifierResultRecord,
 };
+use crate::role::AttemptRole;
 use crate::tape::{Dir, EndLine, MessageLine, MetaLine, Plane, TapeLine, TurnLine, tape_path};
 
 /// 2026-11-30T00:00:00Z in microseconds.
@@ -214,6 +215,12 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 limits_missing: Some(
                     "all: the none backend applies no isolation and no limits".into(),
                 ),
+                // The first attempt is the reference agent's no-server control (its control row below).
+                role: Some(if i == 0 {
+                    AttemptRole::NoServer
+                } else {
+                    AttemptRole::Reference
+                }),
             };
             StagedUnit {
                 unit_id: attempt_id.clone(),

@@ -385,3 +385,59 @@ fn staged_logs_are_sealed_and_verified() {
         .collect();
     assert_has(&problems, "logs/model.log");
 }
+
+/// A bundle sealed at schema 1.2 has no `role` column: the reader derives every attempt's role from its
+/// control row, its capability and its agent, the way the runner decides it for new bundles.
+#[test]
+fn a_bundle_before_1_3_reads_with_every_role_derived() {
+    use agentrank_schema::role::AttemptRole;
+    use std::collections::BTreeMap;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/local-model");
+    let b = agentrank_schema::bundle::read_bundle(&dir).expect("the committed bundle reads");
+    assert_eq!(b.manifest.schema_version, "1.2");
+    let kind: BTreeMap<&str, &str> = b
+        .tables
+        .controls
+        .iter()
+        .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
+        .collect();
+    let mut counts: BTreeMap<AttemptRole, usize> = BTreeMap::new();
+    for a in &b.tables.attempts {
+        let role = a.role.expect("a derived role");
+        *counts.entry(role).or_default() += 1;
+        let want = match kind.get(a.attempt_id.as_str()).copied() {
+            Some("calibration") => Some(AttemptRole::Calibration),
+            Some("no-server") => Some(AttemptRole::NoServer),
+            Some("null-stubbed-empty") => Some(AttemptRole::NullStubbedEmpty),
+            Some("smoke") => Some(AttemptRole::Smoke),
+            _ => None,
+        };
+        if let Some(want) = want {
+            assert_eq!(role, want, "{}", a.attempt_id);
+        }
+        if a.capability == agentrank_schema::records::SAFETY_PROBE_CAPABILITY {
+            assert_eq!(role, AttemptRole::SafetyProbe, "{}", a.attempt_id);
+        }
+        if role == AttemptRole::Scored {
+            assert!(
+                !kind.contains_key(a.attempt_id.as_str()),
+                "{}",
+                a.attempt_id
+            );
+            assert_ne!(a.agent_id, "reference");
+        }
+    }
+    // The committed board: scored attempts, calibration, the no-server control and null modes.
+    for role in [
+        AttemptRole::Scored,
+        AttemptRole::Calibration,
+        AttemptRole::NoServer,
+        AttemptRole::NullStubbedEmpty,
+    ] {
+        assert!(
+            counts.get(&role).is_some_and(|n| *n > 0),
+            "{role}: {counts:?}"
+        );
+    }
+    eprintln!("roles of the committed bundle: {counts:?}");
+}

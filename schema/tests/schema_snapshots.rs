@@ -79,3 +79,22 @@ fn manifest_of_the_sample_bundle() {
     let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).expect("sums");
     insta::assert_snapshot!("sha256sums", sums);
 }
+
+/// The words of `attempts.role`, each with what it means: a change to the vocabulary shows up here.
+#[test]
+fn attempt_role_words() {
+    use agentrank_schema::role::AttemptRole;
+    let words: Vec<String> = AttemptRole::ALL
+        .iter()
+        .map(|r| {
+            let json = serde_json::to_string(r).expect("json");
+            assert_eq!(
+                json,
+                format!("\"{}\"", r.as_str()),
+                "serde and as_str agree"
+            );
+            r.as_str().to_string()
+        })
+        .collect();
+    insta::assert_snapshot!("attempt_roles", words.join("\n"));
+}

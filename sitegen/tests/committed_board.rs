@@ -5,6 +5,8 @@
 //! site the demo publishes from it is checked where a reader looks: the home page opens on this bundle,
 //! web-fetch is ranked with intervals and bands, and databases shows its refusals in the numbers' place.
 
+mod snippets;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -358,4 +360,58 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
             && fetch_server.contains("Invalid URL"),
         "mcp-fetch-server's cell names its tool-call error"
     );
+}
+
+/// The downloads page's snippets, run as written with DuckDB, pandas and polars in the committed
+/// bundle's directory, give every Completion its web-fetch board publishes. The bundle predates the
+/// `role` column (schema 1.2), so the snippets leave out every attempt with a control row: the agent's
+/// calibration runs, its no-server control and its null modes sit under the same agent and servers.
+#[test]
+fn the_download_snippets_reproduce_the_committed_web_fetch_board() {
+    let dir = bundle_dir();
+    let input = agentrank_analyze::load::load_input(&dir).expect("analysis input");
+    let analysis = analyze(
+        &[input],
+        &Config {
+            resamples: 200,
+            ..Config::default()
+        },
+    )
+    .expect("analyse");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let an_dir = tmp.path().join("analysis");
+    agentrank_analyze::write::write_all(&analysis, &an_dir).expect("write analysis");
+    let site_input = SiteInput {
+        bundle: load::load_bundle(&dir).expect("load bundle"),
+        history: vec![],
+        analysis: load::load_analysis(&an_dir).expect("load analysis"),
+        content: content::builtin(),
+        base_url: None,
+    };
+    let ix = agentrank_sitegen::pages::Index::new(&site_input);
+    let sn = agentrank_sitegen::pages::snippets(&ix, "downloads.html", "web-fetch", AGENT);
+    let published: Vec<(&str, f64)> = analysis
+        .completion
+        .iter()
+        .filter(|r| r.category == "web-fetch" && r.agent == AGENT && r.view == "headline")
+        .filter_map(|r| Some((r.server.as_str(), r.point?)))
+        .collect();
+    assert_eq!(published.len(), 4, "{published:?}");
+    let servers: Vec<&str> = published.iter().map(|p| p.0).collect();
+    for (tool, code) in [
+        ("duckdb", snippets::duckdb_program(&sn.duckdb)),
+        ("pandas", sn.pandas.clone()),
+        ("polars", sn.polars.clone()),
+    ] {
+        let got = snippets::run_snippet(&dir, &code, &servers);
+        for (server, point) in &published {
+            let have = got
+                .get(*server)
+                .unwrap_or_else(|| panic!("{tool}: no value for {server} in {got:?}"));
+            assert!(
+                (have - point).abs() < 1e-4,
+                "{tool}: {server} gives {have}, the board says {point}\n{code}"
+            );
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the site: bundles synthesised with the schema crate's writer and analyses with
 //! the analysis crate's writer, loaded through the real readers, built, gated and written.
 
+mod snippets;
 mod support;
 
 use agentrank_sitegen::redact::{HostFacts, Rule};
@@ -453,37 +454,6 @@ fn downloads_list_every_bundle_file_with_its_sha256_and_snippets() {
     );
 }
 
-/// Run one snippet with Python and return (server id → Completion) from what it prints.
-fn run_snippet(dir: &Path, code: &str) -> BTreeMap<String, f64> {
-    let python = std::env::var("AGENTRANK_PYTHON").unwrap_or_else(|_| "python3".into());
-    let o = std::process::Command::new(python)
-        .arg("-c")
-        .arg(code)
-        .current_dir(dir)
-        .output()
-        .expect("run python");
-    assert!(
-        o.status.success(),
-        "snippet failed: {}\n{code}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let text = String::from_utf8_lossy(&o.stdout);
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let tokens: Vec<&str> = line
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
-            .filter(|t| !t.is_empty())
-            .collect();
-        if let (Some(id), Some(v)) = (
-            tokens.iter().find(|t| t.contains("-srv")),
-            tokens.iter().rev().find_map(|t| t.parse::<f64>().ok()),
-        ) {
-            out.insert(id.to_string(), v);
-        }
-    }
-    out
-}
-
 #[test]
 fn the_download_snippets_reproduce_a_boards_completion_with_duckdb_pandas_and_polars() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -492,16 +462,21 @@ fn the_download_snippets_reproduce_a_boards_completion_with_duckdb_pandas_and_po
     let ix = agentrank_sitegen::pages::Index::new(&input);
     let sn = agentrank_sitegen::pages::snippets(&ix, "downloads.html", "web-fetch", "claude");
     assert!(!sn.expected.is_empty());
-    let duck = format!(
-        "import duckdb\nfor row in duckdb.sql({:?}).fetchall():\n    print(row[0], row[1])",
-        sn.duckdb
-    );
+    let duck = snippets::duckdb_program(&sn.duckdb);
+    let servers: Vec<String> = s
+        .input()
+        .bundle
+        .attempts
+        .iter()
+        .map(|a| a.server_id.clone())
+        .collect();
+    let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
     for (tool, code) in [
         ("duckdb", duck.as_str()),
         ("pandas", sn.pandas.as_str()),
         ("polars", sn.polars.as_str()),
     ] {
-        let got = run_snippet(&s.bundle_dir, code);
+        let got = snippets::run_snippet(&s.bundle_dir, code, &servers);
         for chip in &sn.expected {
             let want: f64 = chip.value.parse().expect("expected value");
             let have = got

@@ -17,6 +17,7 @@ use agentrank_schema::records::{
     AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TaskInstanceRecord,
     ToolCallRecord, VerifierResultRecord,
 };
+use agentrank_schema::role::AttemptRole;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
 use agentrank_schema::tape::{Plane, TapeLine, tape_path};
 use agentrank_schema::task::TaskSet;
@@ -33,6 +34,8 @@ pub struct ExternalFacts {
 /// Everything observed about one attempt: the input of [`assemble`].
 #[derive(Debug, Clone)]
 pub struct AttemptFacts {
+    /// What the attempt was run for (the `role` column).
+    pub role: AttemptRole,
     pub bundle_id: String,
     pub sweep_id: String,
     /// The isolation backend's name (`netns`, `none`).
@@ -351,6 +354,7 @@ fn attempt_record(
         fault_code,
         limits_applied: limits.and_then(|(a, _)| joined_or_none(a)),
         limits_missing: limits.and_then(|(_, m)| joined_or_none(m)),
+        role: Some(facts.role),
     }
 }
 
@@ -534,6 +538,7 @@ mod tests {
 
     fn facts(final_message: &str, wire_lines: Vec<TapeLine>) -> AttemptFacts {
         AttemptFacts {
+            role: AttemptRole::Scored,
             bundle_id: "b1".into(),
             sweep_id: "s1".into(),
             isolation_backend: "netns".into(),

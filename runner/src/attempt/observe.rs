@@ -10,6 +10,7 @@ use super::tapes::{write_agent_tape, write_empty_mcp_tape, write_tape_lines};
 use super::{AttemptEnv, Served, SetupError, now_us, setup};
 use crate::classify::{ClassifyInput, HarnessFault, TimeLimit};
 use agentrank_schema::predicate::ObservedDatabase;
+use agentrank_schema::role::AttemptRole;
 use agentrank_schema::sweep::PlannedAttempt;
 use agentrank_schema::tape::Plane;
 use agentrank_schema::task::{Environment, TaskInstance};
@@ -115,6 +116,7 @@ pub(super) fn observe(
     let mut protocol_rows = served.protocol_rows;
     protocol_rows.extend(driven.protocol_rows);
     Ok(AttemptFacts {
+        role: role_of(env, slot),
         bundle_id: env.bundle_id.clone(),
         sweep_id: env.sweep_id.clone(),
         isolation_backend: env.backend.as_str().into(),
@@ -200,4 +202,18 @@ fn observe_database(
             .with(engine, |s| s.drop_database(&d.name, &d.name));
     }
     observed
+}
+
+/// What the attempt was run for: its slot's kind and agent, and whether it is a smoke task on its
+/// category's reference server (the smoke gate's attempts).
+fn role_of(env: &AttemptEnv<'_>, slot: &PlannedAttempt) -> AttemptRole {
+    let on_reference = env
+        .roster
+        .servers
+        .get(&slot.server_id)
+        .is_some_and(|s| s.category_reference);
+    let smoke_task = crate::plan::parse_category(&slot.category)
+        .and_then(|c| env.catalog.category(c))
+        .is_some_and(|f| f.smoke.contains(&slot.task_id));
+    AttemptRole::of_slot(slot.kind, &slot.agent_id, on_reference && smoke_task)
 }

@@ -35,14 +35,32 @@ pub fn snippets(ix: &Index<'_>, from: &str, category: &str, agent: &str) -> Snip
     };
     let cat = category.replace('\'', "''");
     let ag = agent.replace('\'', "''");
+    // The scored attempts: by their `role` (schema 1.3); in an older bundle, which has no such column,
+    // every attempt without a control row (the board's agent is never a built-in one).
+    let has_role = !older_than_1_3(&ix.bundle().meta.schema_version);
+    let (s_sql, s_py, s_pl, s_pre) = if has_role {
+        (
+            "role = 'scored' AND class = 'core' AND NOT excluded",
+            "role == 'scored' and `class` == 'core' and not excluded",
+            "(pl.col(\"role\") == \"scored\") & (pl.col(\"class\") == \"core\")\n        & ~pl.col(\"excluded\")",
+            "",
+        )
+    } else {
+        (
+            "class = 'core' AND NOT excluded\n    AND attempt_id NOT IN (SELECT attempt_id FROM read_parquet('controls.parquet'))",
+            "`class` == 'core' and not excluded and attempt_id not in @controls",
+            "(pl.col(\"class\") == \"core\") & ~pl.col(\"excluded\")\n        & ~pl.col(\"attempt_id\").is_in(pl.read_parquet(\"controls.parquet\")[\"attempt_id\"].implode())",
+            "controls = list(pd.read_parquet(\"controls.parquet\").attempt_id)  # no role column before schema 1.3\n",
+        )
+    };
     let duckdb = format!(
-        "-- Completion per server: mean over core tasks of PASS / (PASS + FAIL + timeouts)\nWITH per_task AS (\n  SELECT server_id, task_id,\n         avg(CASE WHEN outcome = 'PASS' THEN 1.0 ELSE 0.0 END) AS pass_rate\n  FROM read_parquet('attempts.parquet')\n  WHERE category = '{cat}' AND agent_id = '{ag}' AND class = 'core'\n    AND outcome IN ('PASS', 'FAIL', 'SERVER_TIMEOUT', 'AGENT_TIMEOUT'){q_sql}\n  GROUP BY server_id, task_id\n)\nSELECT server_id, round(avg(pass_rate), 4) AS completion\nFROM per_task GROUP BY server_id ORDER BY server_id;"
+        "-- Completion per server: mean over core tasks of PASS / (PASS + FAIL + timeouts)\nWITH per_task AS (\n  SELECT server_id, task_id,\n         avg(CASE WHEN outcome = 'PASS' THEN 1.0 ELSE 0.0 END) AS pass_rate\n  FROM read_parquet('attempts.parquet')\n  WHERE category = '{cat}' AND agent_id = '{ag}'\n    AND {s_sql}{q_sql}\n  GROUP BY server_id, task_id\n)\nSELECT server_id, round(avg(pass_rate), 4) AS completion\nFROM per_task GROUP BY server_id ORDER BY server_id;"
     );
     let pandas = format!(
-        "import pandas as pd\n\na = pd.read_parquet(\"attempts.parquet\")\na = a.query(\"category == '{cat}' and agent_id == '{ag}' and `class` == 'core'\"\n            \" and outcome in ['PASS', 'FAIL', 'SERVER_TIMEOUT', 'AGENT_TIMEOUT']{q_py}\")\nper_task = (a.assign(passed=(a.outcome == \"PASS\").astype(float))\n             .groupby([\"server_id\", \"task_id\"])[\"passed\"].mean())\nprint(per_task.groupby(\"server_id\").mean().round(4).sort_index())"
+        "import pandas as pd\n\na = pd.read_parquet(\"attempts.parquet\")\n{s_pre}a = a.query(\"category == '{cat}' and agent_id == '{ag}'\"\n            \" and {s_py}{q_py}\")\nper_task = (a.assign(passed=(a.outcome == \"PASS\").astype(float))\n             .groupby([\"server_id\", \"task_id\"])[\"passed\"].mean())\nprint(per_task.groupby(\"server_id\").mean().round(4).sort_index())"
     );
     let polars = format!(
-        "import polars as pl\n\ncompletion = (\n    pl.read_parquet(\"attempts.parquet\")\n    .filter(\n        (pl.col(\"category\") == \"{cat}\") & (pl.col(\"agent_id\") == \"{ag}\")\n        & (pl.col(\"class\") == \"core\")\n        & pl.col(\"outcome\").is_in([\"PASS\", \"FAIL\", \"SERVER_TIMEOUT\", \"AGENT_TIMEOUT\"]){q_pl}\n    )\n    .group_by(\"server_id\", \"task_id\")\n    .agg((pl.col(\"outcome\") == \"PASS\").cast(pl.Float64).mean().alias(\"pass_rate\"))\n    .group_by(\"server_id\")\n    .agg(pl.col(\"pass_rate\").mean().round(4).alias(\"completion\"))\n    .sort(\"server_id\")\n)\nprint(completion)"
+        "import polars as pl\n\ncompletion = (\n    pl.read_parquet(\"attempts.parquet\")\n    .filter(\n        (pl.col(\"category\") == \"{cat}\") & (pl.col(\"agent_id\") == \"{ag}\")\n        & {s_pl}{q_pl}\n    )\n    .group_by(\"server_id\", \"task_id\")\n    .agg((pl.col(\"outcome\") == \"PASS\").cast(pl.Float64).mean().alias(\"pass_rate\"))\n    .group_by(\"server_id\")\n    .agg(pl.col(\"pass_rate\").mean().round(4).alias(\"completion\"))\n    .sort(\"server_id\")\n)\nprint(completion)"
     );
     let expected = ix
         .servers_in(category)
@@ -149,4 +167,11 @@ pub fn downloads(
         }),
         path,
     }
+}
+
+/// Whether a bundle's schema version is older than 1.3 (no `role` column in `attempts`).
+fn older_than_1_3(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) < (1, 3)
 }

@@ -547,6 +547,8 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                             fault_code: None,
                             limits_applied: Some("cgroup-v1.pids.max=512".into()),
                             limits_missing: None,
+                            // Derived at seal time, as for units staged before the runner wrote roles.
+                            role: None,
                         };
                         let passed = outcome == OutcomeClass::Pass;
                         let unit = StagedUnit {
@@ -1105,6 +1107,7 @@ pub fn real_shape(root: &Path) -> RealShape {
             fault_code: None,
             limits_applied: Some("cgroup-v1.pids.max=512".into()),
             limits_missing: None,
+            role: None,
         };
         let mut unit = StagedUnit {
             unit_id: attempt_id.clone(),
