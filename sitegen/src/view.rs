@@ -465,51 +465,80 @@ pub struct DownloadsView {
 /// One server's line in a home-page board.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HomeRow {
-    /// `Band 1`, `Refused`, `Reference`, `Baseline`, …
+    /// `Band 1`, `Refused`, `Reference row`, `Not scored`, …
     pub group: String,
     /// First row of its group (the group label is printed once).
     pub first_in_group: bool,
     pub server: Link,
-    /// Completion (or the baseline figure) linking to the cell, or the refusal linking to it.
+    /// Completion linking to the cell, or the refusal linking to it.
     pub value: Link,
     pub ci: String,
     /// The interval drawn on the shared 0–100 % axis (inline SVG, hidden from assistive technology).
     pub bar: String,
+    /// No number: the row shows the refusal, whose reason is said once under the table.
     pub refused: bool,
-    /// The refusal's one-line reason.
+}
+
+/// Why something has no number or no ranking, said once: whom it concerns, what stopped it (linked to
+/// its evidence) and the first sentence of the explanation.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReasonLine {
+    /// `agent x on all 4 servers`, `2 servers`; empty when it is the whole category.
+    pub scope: String,
+    /// `Refused: INDETERMINATE`, linking to the evidence.
+    pub evidence: Link,
     pub reason: String,
 }
 
-/// One agent's headline board on the home page.
+/// One ranked agent's headline board on the home page.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HomeBoard {
     pub agent: Link,
-    /// What the board is: ranked, or a built-in agent's baseline.
-    pub kind: String,
     pub rows: Vec<HomeRow>,
     /// The servers of the top band, in words.
     pub top: String,
+    /// The distinct reasons of the board's rows without a number, once each.
+    pub reasons: Vec<ReasonLine>,
     pub caption_id: String,
 }
 
-/// A category on the home page.
+/// A category with at least one ranked board, on the home page.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HomeCategory {
     pub id: String,
     pub anchor: String,
-    pub boards: Vec<Link>,
+    /// Its ranked boards.
     pub headline: Vec<HomeBoard>,
+    /// Its other agents' boards, which rank no server: one line per reason.
+    pub not_ranked: Vec<ReasonLine>,
+    /// The built-in agents' boards (reference agent, null models), with what each is.
+    pub baselines: Vec<Link>,
     /// Whether the ranked agents agree, in one sentence.
     pub agreement_line: String,
     pub agreement: Link,
     pub servers: Vec<Link>,
-    pub refusal: Option<RefusalView>,
+    /// The category's own refusal, in one line.
+    pub refusal: Option<ReasonLine>,
+}
+
+/// A category without a ranking: one line on the home page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HomeUnranked {
+    pub id: String,
+    pub anchor: String,
+    /// Why nothing is ranked, each reason once.
+    pub reasons: Vec<ReasonLine>,
+    /// Every board of the category.
+    pub boards: Vec<Link>,
 }
 
 /// The home page.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HomeView {
-    pub categories: Vec<HomeCategory>,
+    /// Categories with a ranked board, first.
+    pub ranked: Vec<HomeCategory>,
+    /// Categories without one, one line each.
+    pub unranked: Vec<HomeUnranked>,
     pub facts: Vec<Chip>,
     pub pages: Vec<Link>,
 }

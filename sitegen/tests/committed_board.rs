@@ -300,6 +300,19 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
         home.contains("Refused: INDETERMINATE"),
         "home shows the databases refusals"
     );
+    // The ranked board comes first; the databases board, refused on every server for one reason,
+    // takes one line that says the reason once.
+    let (band, unranked) = (home.find("Band 1"), home.find("Without a ranking"));
+    assert!(
+        band.is_some() && unranked.is_some() && band < unranked,
+        "the ranked board is not first: {band:?} {unranked:?}"
+    );
+    assert_eq!(
+        home.matches("The agent passed no core task on any server")
+            .count(),
+        1,
+        "the databases refusal is said more than once"
+    );
     let board = text(&page(&out, &paths::board("web-fetch", AGENT)));
     for r in &web {
         assert!(

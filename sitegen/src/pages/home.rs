@@ -1,8 +1,8 @@
-//! The home page: the bundle's summary, each category's board in brief and how the agents agree.
+//! The home page: the ranked boards first, each with its top band; then each category without a
+//! ranking in one line, its reason said once and linked to its evidence; the bundle's summary last.
 
 use super::{
     CONTENT_PAGES, Index, PageModel, PageView, anchor, common, first_sentence, is_null_model, link,
-    refusal_view,
 };
 use crate::input::{AgentInput, ServerInput};
 use crate::paths;
@@ -10,31 +10,109 @@ use crate::text::{pct, visible};
 use crate::view::*;
 use std::collections::BTreeMap;
 
-/// The home page.
+/// The home page: the categories with a ranked board first, each ranked board with its bands from
+/// the top; then every category without a ranking in one line, each reason said once.
 pub fn home(ix: &Index<'_>) -> PageModel {
     let path = paths::home();
     let m = &ix.bundle().meta;
-    let categories = ix
-        .categories
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let mut agents = ix.agents_in(c);
-            // Ranked agents first, then the built-in agents whose boards are baselines.
-            agents.sort_by_key(|a| (a.id == "reference" || is_null_model(&a.id), a.id.clone()));
-            HomeCategory {
+    let mut ranked = Vec::new();
+    let mut unranked = Vec::new();
+    for (i, c) in ix.categories.iter().enumerate() {
+        let mut agents = ix.agents_in(c);
+        // Ranked agents first, then the built-in agents whose boards are baselines.
+        agents.sort_by_key(|a| (is_builtin(&a.id), a.id.clone()));
+        let mut headline = Vec::new();
+        let mut not_ranked = Vec::new();
+        let mut baselines = Vec::new();
+        for (j, a) in agents.iter().enumerate() {
+            let board = paths::board(c, &a.id);
+            if is_builtin(&a.id) {
+                let role = if a.id == "reference" {
+                    "reference agent: reachability"
+                } else {
+                    "null model: a baseline"
+                };
+                baselines.push(link(&path, &board, format!("{} ({role})", visible(&a.id))));
+                continue;
+            }
+            let (b, ranks) = home_board(ix, &path, c, a, format!("home-{i}-{j}"));
+            if ranks {
+                headline.push(b);
+            } else if b.reasons.is_empty() {
+                not_ranked.push(ReasonLine {
+                    scope: format!("agent {}", visible(&a.id)),
+                    evidence: link(&path, &board, "No server is ranked on this board"),
+                    reason: String::new(),
+                });
+            } else {
+                not_ranked.extend(b.reasons.into_iter().map(|r| ReasonLine {
+                    scope: format!("agent {} on {}", visible(&a.id), r.scope),
+                    ..r
+                }));
+            }
+        }
+        let refusal = ix
+            .input
+            .analysis
+            .category_refusals
+            .get(*c)
+            .map(|r| ReasonLine {
+                scope: String::new(),
+                evidence: link(
+                    &path,
+                    "controls.html",
+                    format!(
+                        "Refused: {} (gate {})",
+                        visible(&r.outcome),
+                        visible(&r.gate)
+                    ),
+                ),
+                reason: visible(first_sentence(&r.explanation)),
+            });
+        let id_anchor = format!("cat-{}", paths::segment(c));
+        if headline.is_empty() {
+            let mut reasons: Vec<ReasonLine> = refusal.into_iter().collect();
+            for r in not_ranked {
+                // A reason is said once: the category's refusal usually stops its boards too, and
+                // the same refusal of several agents' boards names them all.
+                let same = reasons
+                    .iter_mut()
+                    .find(|k| !r.reason.is_empty() && k.reason == r.reason);
+                match same {
+                    Some(k) if k.scope.is_empty() => {}
+                    Some(k) => k.scope = format!("{}; {}", k.scope, r.scope),
+                    None => reasons.push(r),
+                }
+            }
+            if agents.is_empty() {
+                reasons.push(ReasonLine {
+                    scope: String::new(),
+                    evidence: anchor(
+                        &path,
+                        "downloads.html",
+                        "files",
+                        "No agent ran in this category",
+                    ),
+                    reason: String::new(),
+                });
+            }
+            unranked.push(HomeUnranked {
                 id: visible(c),
-                anchor: format!("cat-{}", paths::segment(c)),
-                headline: agents
-                    .iter()
-                    .enumerate()
-                    .map(|(j, a)| home_board(ix, &path, c, a, format!("home-{i}-{j}")))
-                    .collect(),
-                agreement_line: agreement_line(ix, c),
+                anchor: id_anchor,
+                reasons,
                 boards: agents
                     .iter()
                     .map(|a| link(&path, &paths::board(c, &a.id), visible(&a.id)))
                     .collect(),
+            });
+        } else {
+            ranked.push(HomeCategory {
+                id: visible(c),
+                anchor: id_anchor,
+                headline,
+                not_ranked,
+                baselines,
+                agreement_line: agreement_line(ix, c),
                 agreement: link(
                     &path,
                     &paths::agreement(c),
@@ -45,16 +123,10 @@ pub fn home(ix: &Index<'_>) -> PageModel {
                     .iter()
                     .map(|s| link(&path, &paths::server(&s.id), visible(&s.display_name)))
                     .collect(),
-                refusal: ix.input.analysis.category_refusals.get(*c).map(|r| {
-                    refusal_view(
-                        ix,
-                        r,
-                        link(&path, "controls.html", "Controls behind this refusal"),
-                    )
-                }),
-            }
-        })
-        .collect();
+                refusal,
+            });
+        }
+    }
     let facts = vec![
         Chip {
             label: "Bundle".into(),
@@ -99,7 +171,8 @@ pub fn home(ix: &Index<'_>) -> PageModel {
         path,
         template: "home.html",
         view: PageView::Home(HomeView {
-            categories,
+            ranked,
+            unranked,
             facts,
             pages,
         }),
@@ -139,28 +212,28 @@ fn agreement_line(ix: &Index<'_>, category: &str) -> String {
     )
 }
 
-/// One agent's headline board for the home page: the bands in order, servers alphabetical inside a
-/// band, Completion with its interval on the shared axis, refusals with their one-line reason.
+/// Whether an agent is built in (the reference agent or a null model): its board is a baseline.
+fn is_builtin(agent: &str) -> bool {
+    agent == "reference" || is_null_model(agent)
+}
+
+/// One real agent's headline board for the home page, and whether it ranks any server: the bands in
+/// order, servers alphabetical inside a band, Completion with its interval on the shared axis; a row
+/// without a number shows its refusal, and each distinct reason is said once under the table.
 fn home_board(
     ix: &Index<'_>,
     from: &str,
     category: &str,
     agent: &AgentInput,
     caption_id: String,
-) -> HomeBoard {
+) -> (HomeBoard, bool) {
+    let board_path = paths::board(category, &agent.id);
     let mut groups: BTreeMap<(u32, u32), (String, Vec<&ServerInput>)> = BTreeMap::new();
     for s in ix.servers_in(category) {
         let key = (category, agent.id.as_str(), s.id.as_str());
         let (order, label) = match ix.cells.get(&key) {
             Some(c) if c.refusal.is_some() => ((2, 0), "Refused".to_string()),
-            Some(c) if c.baseline.is_some() => (
-                (4, 0),
-                if agent.id == "reference" {
-                    "Reachability".to_string()
-                } else {
-                    "Baseline".to_string()
-                },
-            ),
+            Some(c) if c.baseline.is_some() => ((4, 0), "Baseline".to_string()),
             Some(_) if s.reference_row => ((3, 0), "Reference row".to_string()),
             Some(c) => match c.band {
                 Some(b) => ((1, b), format!("Band {b}")),
@@ -175,13 +248,15 @@ fn home_board(
             .1
             .push(s);
     }
-    let mut rows = Vec::new();
     // The first band's members (bands sort before every other group).
     let top: Vec<String> = groups
         .iter()
         .find(|((kind, _), _)| *kind == 1)
         .map(|(_, (_, m))| m.iter().map(|s| visible(&s.display_name)).collect())
         .unwrap_or_default();
+    let mut rows = Vec::new();
+    // (what stopped the rows, its first sentence) → how many rows, in order of first appearance.
+    let mut reasons: Vec<((String, String), usize)> = Vec::new();
     for (label, members) in groups.values() {
         for (n, s) in members.iter().enumerate() {
             let cell_path = paths::cell(category, &agent.id, &s.id);
@@ -201,57 +276,71 @@ fn home_board(
                     ),
                     String::new(),
                     crate::chart::inline_bar(None),
-                    visible(first_sentence(&r.explanation)),
+                    Some(visible(first_sentence(&r.explanation))),
                 ),
                 (Some(i), _, None) => (
                     anchor(from, &cell_path, "completion", pct(i.estimate)),
                     format!("{}–{}", pct(i.low), pct(i.high)),
                     crate::chart::inline_bar(Some((i.estimate, i.low, i.high))),
-                    String::new(),
+                    None,
                 ),
                 (None, Some(b), None) => (
                     anchor(from, &cell_path, "completion", pct(b)),
                     "no interval (not ranked)".into(),
                     crate::chart::inline_bar(Some((b, b, b))),
-                    String::new(),
+                    None,
                 ),
                 (None, None, None) => (
                     anchor(from, &cell_path, "refusal", "Not scored"),
                     String::new(),
                     crate::chart::inline_bar(None),
-                    "The analysis has no number for this cell.".into(),
+                    Some("The analysis has no number for this cell.".to_string()),
                 ),
             };
+            let refused = reason.is_some();
+            if let Some(reason) = reason {
+                let key = (value.text.clone(), reason);
+                match reasons.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, count)) => *count += 1,
+                    None => reasons.push((key, 1)),
+                }
+            }
             rows.push(HomeRow {
                 group: label.clone(),
                 first_in_group: n == 0,
                 server: link(from, &paths::server(&s.id), visible(&s.display_name)),
-                refused: refusal.is_some(),
+                refused,
                 value,
                 ci,
                 bar,
-                reason,
             });
         }
     }
-    let builtin = agent.id == "reference" || is_null_model(&agent.id);
-    HomeBoard {
-        agent: link(from, &paths::board(category, &agent.id), visible(&agent.id)),
-        kind: if agent.id == "reference" {
-            "reference agent: reachability, not ranked".into()
-        } else if builtin {
-            "null model: a baseline, not ranked".into()
-        } else {
-            "ranked".into()
-        },
-        top: if builtin {
-            String::new()
-        } else if top.is_empty() {
-            "No server is ranked on this board.".into()
-        } else {
+    let all = rows.len();
+    let reasons = reasons
+        .into_iter()
+        .map(|((stopped, reason), count)| ReasonLine {
+            scope: match count {
+                _ if count == all && all > 1 => format!("all {all} servers"),
+                1 => "1 server".into(),
+                _ => format!("{count} servers"),
+            },
+            // Every row without a number is in the board's refused group.
+            evidence: anchor(from, &board_path, "refused", stopped),
+            reason,
+        })
+        .collect();
+    let ranks = !top.is_empty();
+    let board = HomeBoard {
+        agent: link(from, &board_path, visible(&agent.id)),
+        top: if ranks {
             format!("Top band: {}.", top.join(", "))
+        } else {
+            String::new()
         },
         rows,
+        reasons,
         caption_id,
-    }
+    };
+    (board, ranks)
 }
