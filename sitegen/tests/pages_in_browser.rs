@@ -1,8 +1,10 @@
 //! The key pages in Debian's headless Chromium, through `tests/browser/check-site.mjs` (playwright-core
 //! driving `/usr/bin/chromium`, axe-core injected): home, a ranked board, one of its cells, a compare
-//! page, a failing attempt, a server, a task and an attempt diff, each in light and dark mode at 1280
-//! and 375 pixels. No page may be wider than its window (measured by the browser), the tables marked
-//! to fit must fit, axe-core must find no WCAG 2.2 AA violation, and a screenshot of each is written
+//! page, a failing attempt, a server, a task and an attempt diff, each in light and dark mode in a
+//! 1280 × 800 and a 375 × 812 window. No page may be wider than its window (measured by the browser),
+//! the tables marked to fit must fit, and so must the first table of the home, board and attempt
+//! pages; the home page's first band 1 must start in the first screen (element positions measured
+//! in the browser); axe-core must find no WCAG 2.2 AA violation, and a screenshot of each is written
 //! for review under the test target directory (`site-pages/`).
 //!
 //! Two sites are checked: one built from a synthesised bundle analysed by the real analysis (or, when
@@ -64,7 +66,8 @@ fn key_pages_fit_1280_and_375_pixels_and_pass_axe_in_light_and_dark() {
 
 /// The must-show on real data: the site as the demo publishes it, built by `agentrank-site` from the
 /// committed real-model bundle (`bundles/local-model`) and its analysis. Its ranked web-fetch board,
-/// a cell and a compare page of that board, a failing attempt, a server, a task and an attempt diff.
+/// a cell and a compare page of that board, a failing attempt, a server, a task and an attempt diff;
+/// the home page opens on that board, its whole band 1 inside the first screen at both sizes.
 #[test]
 fn the_committed_real_model_site_fits_and_passes_axe_in_light_and_dark() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -106,6 +109,26 @@ fn the_committed_real_model_site_fits_and_passes_axe_in_light_and_dark() {
         compare.starts_with(&format!("compare/{board_stem}/")),
         "{compare} is not a pair of {board}"
     );
+    // The home page opens on the ranked board: its whole top band is inside the first screen at
+    // 1280 × 800 and at 375 × 812, as Chromium lays the page out.
+    let checks = report["checks"].as_array().expect("checks");
+    let home: Vec<&Value> = checks.iter().filter(|c| c["kind"] == "home").collect();
+    assert_eq!(home.len(), 4, "{report}");
+    for c in home {
+        let band = &c["band1"];
+        let (top, bottom) = (band["top"].as_f64(), band["bottom"].as_f64());
+        let screen = c["innerHeight"].as_f64().expect("innerHeight");
+        assert!(
+            top.is_some_and(|t| t >= 0.0) && bottom.is_some_and(|b| b <= screen),
+            "band 1 is not in the first screen of {screen} px: {c}"
+        );
+    }
+    // The attempt page's first table (the verifier tree) fits its box at 375 px.
+    for c in checks.iter().filter(|c| c["kind"] == "attempt") {
+        let t = &c["firstTable"];
+        let (needs, has) = (t["scroll"].as_i64(), t["client"].as_i64());
+        assert!(needs.is_some() && needs <= has, "{c}");
+    }
 }
 
 /// Runs `tests/browser/check-site.mjs` on `site_dir` for `kinds`, writes the screenshots under the test
@@ -151,6 +174,7 @@ fn check_in_browser(site_dir: &Path, kinds: &str, shots: &str) -> Value {
             c["innerWidth"].as_i64().expect("innerWidth"),
         );
         assert!(iw == c["width"].as_i64().expect("width") && sw <= iw, "{c}");
+        assert_eq!(c["innerHeight"], c["height"], "{c}");
         assert_eq!(c["axe"].as_array().map(Vec::len), Some(0), "{c}");
     }
     for kind in kinds.split(',') {

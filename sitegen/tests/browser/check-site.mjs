@@ -7,10 +7,14 @@
 // a board of a ranked agent when there is one, a cell of that board, a compare page, and an attempt
 // with a failing verifier node when there is one; with --kinds also a server and a task page, and the
 // attempt diff), in light and dark mode (prefers-color-scheme
-// emulation), at 1280 and 375 pixels wide:
+// emulation), in a 1280 × 800 and a 375 × 812 window:
 //   - the page is no wider than its window: document.documentElement.scrollWidth ≤ innerWidth, as
 //     the browser lays it out;
-//   - every table marked to fit (the headline table, `.fit`) fits its box without scrolling;
+//   - every table marked to fit (the headline table, `.fit`) fits its box without scrolling, and so
+//     does the first table of the pages in FIRST_TABLE_FITS, marked or not;
+//   - on the home page, when it shows a band, the first ranked board's band 1 starts in the first
+//     screen: the bounding boxes of its group row and its first server's row end above the window's
+//     bottom edge (the whole band's box is reported as `band1`);
 //   - axe-core finds no WCAG 2.0/2.1/2.2 A or AA violation;
 //   - a full-page screenshot is written to OUT_DIR/<kind>-<width>-<scheme>.png.
 // One browser and one page serve every check. Prints one JSON report on stdout; exits 1 when any
@@ -64,6 +68,10 @@ try {
 }
 
 const BUILTIN = new Set(['reference', 'no-tools', 'stubbed-empty', 'random-args']);
+// The windows every page is checked in: a laptop's first screen and a phone's.
+const WINDOWS = [{ width: 1280, height: 800 }, { width: 375, height: 812 }];
+// Pages whose first table must fit its box at every width, whether or not it is marked to.
+const FIRST_TABLE_FITS = new Set(['home', 'board', 'attempt']);
 
 function files(dir) {
   const p = join(site, dir);
@@ -146,7 +154,7 @@ async function main() {
     executablePath: '/usr/bin/chromium',
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars'],
-    viewport: { width: 1280, height: 900 },
+    viewport: WINDOWS[0],
     deviceScaleFactor: 1,
   });
   try {
@@ -158,8 +166,8 @@ async function main() {
       if (!rel) continue;
       for (const scheme of ['light', 'dark']) {
         await page.emulateMedia({ colorScheme: scheme });
-        for (const width of [1280, 375]) {
-          await page.setViewportSize({ width, height: 900 });
+        for (const { width, height } of WINDOWS) {
+          await page.setViewportSize({ width, height });
           const url = base + rel;
           const resp = await page.goto(url, { waitUntil: 'load' });
           const status = resp ? resp.status() : 0;
@@ -168,9 +176,32 @@ async function main() {
               const box = t.closest('.scroll') || t.parentElement;
               return { scroll: box.scrollWidth, client: box.clientWidth, id: t.id || (t.querySelector('caption') || {}).id || t.className };
             });
+            const boxOf = (t) => {
+              const box = t.closest('.scroll') || t.parentElement;
+              return { scroll: box.scrollWidth, client: box.clientWidth };
+            };
+            const first = document.querySelector('main table');
+            // Band 1 of the first ranked board: the first group row that reads "Band 1", in its tbody.
+            const group = [...document.querySelectorAll('main tr.group')].find((tr) => tr.textContent.trim() === 'Band 1');
+            let band1 = null;
+            if (group) {
+              const rect = (e) => e.getBoundingClientRect();
+              const member = group.nextElementSibling;
+              band1 = {
+                top: rect(group).top,
+                groupBottom: rect(group).bottom,
+                firstServerBottom: member ? rect(member).bottom : null,
+                bottom: rect(group.parentElement).bottom,
+              };
+            }
             return {
               scrollWidth: document.documentElement.scrollWidth,
               innerWidth: window.innerWidth,
+              innerHeight: window.innerHeight,
+              scrollY: window.scrollY,
+              firstTable: first ? boxOf(first) : null,
+              showsBand: /\bBand 1\b/.test(document.querySelector('main').textContent),
+              band1,
               title: document.title,
               dark: getComputedStyle(document.body).backgroundColor,
               fits,
@@ -185,7 +216,7 @@ async function main() {
           const shot = join(out, `${kind}-${width}-${scheme}.png`);
           await page.screenshot({ path: shot, fullPage: true });
           report.screenshots.push(shot);
-          const check = { kind, page: rel, scheme, width, status, title: m.title, scrollWidth: m.scrollWidth, innerWidth: m.innerWidth, fits: m.fits, axe: violations, background: m.dark };
+          const check = { kind, page: rel, scheme, width, height, status, title: m.title, scrollWidth: m.scrollWidth, innerWidth: m.innerWidth, innerHeight: m.innerHeight, fits: m.fits, firstTable: m.firstTable, band1: m.band1, axe: violations, background: m.dark };
           report.checks.push(check);
           const where = `${kind} ${rel} ${scheme} ${width}px`;
           if (status !== 200) report.failures.push(`${where}: HTTP ${status}`);
@@ -193,6 +224,17 @@ async function main() {
           if (m.scrollWidth > m.innerWidth) report.failures.push(`${where}: page is ${m.scrollWidth}px wide in a ${m.innerWidth}px window`);
           for (const f of m.fits) {
             if (f.scroll > f.client) report.failures.push(`${where}: table ${f.id} needs ${f.scroll}px in ${f.client}px`);
+          }
+          if (FIRST_TABLE_FITS.has(kind) && m.firstTable && m.firstTable.scroll > m.firstTable.client) {
+            report.failures.push(`${where}: the first table needs ${m.firstTable.scroll}px in ${m.firstTable.client}px`);
+          }
+          if (kind === 'home' && m.showsBand) {
+            const b = m.band1;
+            const end = b && Math.max(b.groupBottom, b.firstServerBottom ?? b.groupBottom);
+            if (!b) report.failures.push(`${where}: the page shows a band but no group row reads "Band 1"`);
+            else if (m.scrollY !== 0 || end > m.innerHeight) {
+              report.failures.push(`${where}: band 1 of the first ranked board ends at ${Math.round(end)}px, below the first screen (${m.innerHeight}px)`);
+            }
           }
           if (violations.length) report.failures.push(`${where}: axe: ${JSON.stringify(violations)}`);
           const darkBg = m.dark === 'rgb(18, 20, 23)';
