@@ -424,3 +424,169 @@ tasks = ["wf-html-code", "wf-heading"]
         gate.explanation
     );
 }
+
+/// The README's snippets ("Recomputing the boards"), run as written with DuckDB, pandas and polars in
+/// a fresh sweep's bundle, give every Completion the analysis publishes: the scored agent's attempts
+/// share their agent and server with its no-server control, its stubbed-empty null and the
+/// calibration runs, and only the `role` column tells them apart. Every role the runner wrote is the
+/// one a reader derives from the control rows and the agents.
+#[test]
+fn the_readme_snippets_reproduce_every_published_completion() {
+    assert!(is_root(), "the netns sandbox needs root");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sweep = r#"
+sweep_id = "reader-snippets-test"
+seed = 47
+agents = ["reference", "steady", "random-args"]
+attempts = "adaptive"
+isolation = "netns"
+probes = false
+construct_batches = 3
+
+[timeouts]
+min_s = 90
+max_s = 90
+calibration_attempts = 1
+
+[[categories]]
+category = "web-fetch"
+servers = ["mcp-server-fetch"]
+tasks = ["wf-html-code", "wf-heading", "wf-json-field", "wf-plain-text", "wf-redirect",
+         "wf-two-pages", "wf-link-href", "wf-table-cell"]
+"#;
+    let (dir, b, _, _) = run(tmp.path(), sweep, &["steady"]);
+
+    // The runner's roles are the reader's: derive them again from the controls and compare.
+    let written: Vec<_> = b.tables.attempts.iter().map(|a| a.role).collect();
+    assert!(
+        written.iter().all(Option::is_some),
+        "a role on every attempt"
+    );
+    let mut derived = b.tables.attempts.clone();
+    for a in &mut derived {
+        a.role = None;
+    }
+    agentrank_schema::role::derive_roles(&mut derived, &b.tables.controls);
+    let derived: Vec<_> = derived.iter().map(|a| a.role).collect();
+    assert_eq!(written, derived);
+    let steady_roles: std::collections::BTreeSet<String> = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| a.agent_id == "steady" && a.server_id == "mcp-server-fetch")
+        .filter_map(|a| a.role.map(|r| r.to_string()))
+        .collect();
+    assert!(
+        steady_roles.contains("scored") && steady_roles.contains("null-stubbed-empty"),
+        "the agent's scored attempts and its null mode share a server: {steady_roles:?}"
+    );
+
+    // What the analysis publishes.
+    let input = agentrank_analyze::load::load_input(&dir).expect("load");
+    // Eight core tasks: the reference agent's 16 trials and three registered extension batches of
+    // eight (40 trials, every one a pass) resolve the construct gate.
+    let cfg = agentrank_analyze::analysis::Config {
+        resamples: 200,
+        construct: agentrank_analyze::gates::ConstructRegistration { max_batches: 3 },
+        ..Default::default()
+    };
+    let out = agentrank_analyze::analysis::analyze(&[input], &cfg).expect("analyze");
+    let published: BTreeMap<(String, String, String), f64> = out
+        .completion
+        .iter()
+        .filter(|r| r.view == "headline")
+        .filter_map(|r| {
+            Some((
+                (r.category.clone(), r.agent.clone(), r.server.clone()),
+                r.point?,
+            ))
+        })
+        .collect();
+    assert!(
+        published.contains_key(&(
+            "web-fetch".to_string(),
+            "steady".to_string(),
+            "mcp-server-fetch".to_string()
+        )),
+        "the scored agent's board is published: {:#?}",
+        out.completion
+    );
+
+    eprintln!("published Completion: {published:?}");
+    // The README's three snippets, as written, each followed by one line that prints its rows.
+    let readme = std::fs::read_to_string(support::workspace().join("README.md")).expect("README");
+    let section = readme
+        .split("### Recomputing the boards")
+        .nth(1)
+        .expect("the README has the section")
+        .split("\n## ")
+        .next()
+        .expect("section");
+    let blocks: Vec<&str> = section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .map(|b| b.split_once('\n').map_or("", |(_, code)| code))
+        .collect();
+    assert_eq!(blocks.len(), 3, "DuckDB, pandas and polars: {blocks:?}");
+    let programs = [
+        (
+            "duckdb",
+            format!(
+                "import duckdb\nfor r in duckdb.sql({:?}).fetchall():\n    print('ROW', *r)\n",
+                blocks[0]
+            ),
+        ),
+        (
+            "pandas",
+            format!(
+                "{}\nfor r in completion.itertuples(index=False):\n    print('ROW', *r)\n",
+                blocks[1]
+            ),
+        ),
+        (
+            "polars",
+            format!(
+                "{}\nfor r in completion.iter_rows():\n    print('ROW', *r)\n",
+                blocks[2]
+            ),
+        ),
+    ];
+    let python = std::env::var("AGENTRANK_PYTHON").unwrap_or_else(|_| "python3".into());
+    for (tool, program) in programs {
+        let o = Command::new(&python)
+            .arg("-c")
+            .arg(&program)
+            .current_dir(&dir)
+            .output()
+            .expect("run python");
+        assert!(
+            o.status.success(),
+            "{tool}: {}\n{program}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let rows: BTreeMap<(String, String, String), f64> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| {
+                let t: Vec<&str> = l.split_whitespace().collect();
+                match t.as_slice() {
+                    ["ROW", c, a, s, v] => Some((
+                        (c.to_string(), a.to_string(), s.to_string()),
+                        v.parse().ok()?,
+                    )),
+                    _ => None,
+                }
+            })
+            .collect();
+        for (key, point) in &published {
+            let have = rows
+                .get(key)
+                .unwrap_or_else(|| panic!("{tool}: no row for {key:?} in {rows:?}"));
+            assert!(
+                (have - point).abs() <= 5e-5 + 1e-12,
+                "{tool}: {key:?} gives {have}, the analysis publishes {point}"
+            );
+        }
+        eprintln!("{tool}: {} published points reproduced", published.len());
+    }
+}
