@@ -44,9 +44,16 @@ description = "A scripted stand-in for a local model, for the runner's tests."
 reasoning = "off"
 "#;
 
+/// How long the scripted model takes over each of the two tool-definition measurement requests (the
+/// one-word prompt), so the measurement is long enough to tell whether the attempt's duration holds it.
+const MEASUREMENT_DELAY: std::time::Duration = std::time::Duration::from_millis(1_500);
+
 /// The scripted model's Ollama `/api/chat` reply to one request.
 fn reply(req: &Value) -> Value {
     let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    if messages.get(1).is_some_and(|m| m["content"] == "Hello") {
+        std::thread::sleep(MEASUREMENT_DELAY);
+    }
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let tools = req["tools"].as_array().cloned().unwrap_or_default();
     let mut message = json!({"role": "assistant", "content": ""});
@@ -271,6 +278,21 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     );
     // wf-html-code is web-fetch's first smoke task.
     assert_eq!(row.attempt_id.as_deref(), Some(html.attempt_id.as_str()));
+    // The measurement ran before the agent started: its own wall time is on its row, and the
+    // attempt's duration (the agent's run) does not hold it, though the attempt's span does.
+    assert!(
+        row.detail.contains("the measurement took")
+            && row.detail.contains("before the agent started"),
+        "{}",
+        row.detail
+    );
+    let span_ms = (html.ended_at - html.started_at) / 1_000;
+    let measurement_ms = 2 * MEASUREMENT_DELAY.as_millis() as i64;
+    assert!(
+        html.duration_ms + measurement_ms <= span_ms,
+        "duration {} ms, span {span_ms} ms, measurement at least {measurement_ms} ms",
+        html.duration_ms
+    );
     // The analysis reads it into the cell's attribute.
     let loaded = agentrank_analyze::load::load_input(&dir).expect("load for analysis");
     assert_eq!(

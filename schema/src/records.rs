@@ -52,8 +52,12 @@ pub struct AttemptRecord {
     /// The parsed `ANSWER:` value (or the whole final message when the fallback was used).
     pub answer_line: Option<String>,
     pub answer_fallback: bool,
+    /// When the attempt began (its world's preparation) and ended (after its state was observed).
     pub started_at: TimestampMicros,
     pub ended_at: TimestampMicros,
+    /// How long the agent ran: from its start (its client starting the server, for a built-in agent;
+    /// its process, for an external one) to its end. What ran before it (the world, a tool-definition
+    /// measurement, the protocol probes) is not in it; a measurement's own time is on its probe row.
     pub duration_ms: i64,
     pub timeout_budget_s: i64,
     pub server_tool_calls: i64,

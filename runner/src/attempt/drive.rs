@@ -20,7 +20,7 @@ use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
 use agentrank_schema::tape::TapeLine;
 use agentrank_schema::task::TaskInstance;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A step of driving an agent that failed; its words become a harness fault or a setup error.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +72,10 @@ pub(super) struct Driven {
     pub(super) start_failure: Option<String>,
     /// The external agent's tool-definition token measurement, when this attempt carries it.
     pub(super) protocol_rows: Vec<ProbeRecord>,
+    /// How long the agent ran, from its start (its client starting the server, for a built-in agent;
+    /// the agent's process, for an external one) to its end: the attempt's `duration_ms`. The
+    /// measurements taken before the agent starts are not part of it. `None` when it never started.
+    pub(super) agent_time: Option<Duration>,
 }
 
 /// Runs the agent with the launched server attached.
@@ -114,7 +118,10 @@ pub(super) fn drive_attached(
             slot.kind == SlotKind::NullStubbedEmpty,
         )
         .map_err(|e| setup(id, e.to_string()))?;
-        match run_external(env, rt, config, instance, Some(tap), prep.limit, id) {
+        let clock = Instant::now();
+        let run = run_external(env, rt, config, instance, Some(tap), prep.limit, id);
+        driven.agent_time = Some(clock.elapsed());
+        match run {
             Ok(r) => {
                 driven.timed_out = r.signals.timed_out;
                 driven.external_run = Some(r);
@@ -163,6 +170,7 @@ fn drive_builtin(
         .tape_path(id, agentrank_schema::tape::Plane::Mcp);
     let (reach, client_url, wrapped) = (&launched.reach, &launched.client_url, &launched.wrapped);
     let mut reported_version: Option<String> = None;
+    let clock = Instant::now();
     let outcome = rt.block_on(async {
         let options = ClientOptions {
             stub_tool_calls: agent == Builtin::StubbedEmpty,
@@ -224,6 +232,7 @@ fn drive_builtin(
         let end = session.close().await;
         (Ok(timed_out), end.ok())
     });
+    driven.agent_time = Some(clock.elapsed());
     // A remote server is pinned by the version it reported at
     // install; another one now is not the server the lock names.
     if let Some(v) = &reported_version
@@ -257,9 +266,12 @@ pub(super) fn drive_unattached(
     prep: &Prepared,
 ) -> Driven {
     let mut driven = Driven::default();
+    let clock = Instant::now();
     match &prep.external {
         Some(config) => {
-            match run_external(env, rt, config, prep.instance(), None, prep.limit, &prep.id) {
+            let run = run_external(env, rt, config, prep.instance(), None, prep.limit, &prep.id);
+            driven.agent_time = Some(clock.elapsed());
+            match run {
                 Ok(r) => {
                     driven.timed_out = r.signals.timed_out;
                     driven.external_run = Some(r);
@@ -269,7 +281,10 @@ pub(super) fn drive_unattached(
                     .push(HarnessFault::AdapterCrash(e.to_string())),
             }
         }
-        None => builtin::run_no_tools(prep.instance(), &prep.progress),
+        None => {
+            builtin::run_no_tools(prep.instance(), &prep.progress);
+            driven.agent_time = Some(clock.elapsed());
+        }
     }
     driven
 }
@@ -384,6 +399,7 @@ fn definition_token_row(
             "not measured: an agent CLI cannot be run for its first turn alone".into(),
         );
     };
+    let clock = Instant::now();
     let measured = rt.block_on(async {
         let options = ClientOptions {
             init_timeout: limit,
@@ -407,19 +423,33 @@ fn definition_token_row(
         .map_err(MeasureError::Endpoint)?;
         Ok::<_, MeasureError>((counts, listing.tools.len()))
     });
+    let took = measurement_time(clock.elapsed());
     match measured {
         Ok((counts, tools)) => row(
             "not_applicable",
             Some(counts.tokens().to_string()),
             format!(
-                "input tokens of the first turn on the one-word prompt {:?}: {} with the server's {tools} tools offered, {} without (as the endpoint reported them)",
+                "input tokens of the first turn on the one-word prompt {:?}: {} with the server's {tools} tools offered, {} without (as the endpoint reported them); {took}",
                 crate::agents::openai::TOKEN_PROMPT,
                 counts.with_tools,
                 counts.without_tools
             ),
         ),
-        Err(e) => row("could_not_check", None, format!("not measured: {e}")),
+        Err(e) => row(
+            "could_not_check",
+            None,
+            format!("not measured: {e}; {took}"),
+        ),
     }
+}
+
+/// The measurement's own wall time, as its probe row says it: it ran before the agent started and is
+/// not part of the attempt's duration.
+fn measurement_time(took: Duration) -> String {
+    format!(
+        "the measurement took {:.1} s of wall time before the agent started (not in the attempt's duration)",
+        took.as_secs_f64()
+    )
 }
 
 /// Rewrites a tape written by another process (the tap) with host paths replaced, as every staged

@@ -26,6 +26,7 @@ pub(super) fn observe(
 ) -> Result<AttemptFacts, SetupError> {
     let id = &prep.id;
     let driven = served.driven;
+    let agent_time = driven.agent_time;
     let mut signals = ClassifyInput {
         harness_faults: prep.faults.clone(),
         ..ClassifyInput::default()
@@ -129,7 +130,13 @@ pub(super) fn observe(
         attach_server: prep.attach_server,
         started_at: prep.started_at,
         ended_at: now_us(),
-        duration_ms: i64::try_from(prep.clock.elapsed().as_millis()).unwrap_or(i64::MAX),
+        // The agent's run, not the world's preparation or a measurement before it.
+        duration_ms: i64::try_from(
+            agent_time
+                .unwrap_or_else(|| prep.clock.elapsed())
+                .as_millis(),
+        )
+        .unwrap_or(i64::MAX),
         signals,
         final_message: run.final_message,
         pending_call,
