@@ -326,6 +326,7 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
     }
 
     each_fault_is_named_in_the_words_of_the_wire(&sealed);
+    a_probe_the_server_never_answered_cleanly_could_not_be_checked(&sealed);
 
     // Private means private: the snapshot attests the task and holds none of its words.
     let snapshot = bundle.join("catalog");
@@ -405,6 +406,16 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
                     assert!(!text.contains(w), "{path} publishes private-set task text");
                 }
             }
+            // The server page says the probe could not be checked, and why, in the wire's words.
+            let crash = String::from_utf8_lossy(
+                &built.files[&agentrank_sitegen::paths::server("misbehaving-crash")],
+            )
+            .into_owned();
+            assert!(
+                crash.contains("could not check")
+                    && crash.contains("server fault: the server exited"),
+                "the crash server's page names its probe's fault"
+            );
             let page =
                 String::from_utf8_lossy(&built.files[&agentrank_sitegen::paths::task(PRIVATE_ID)])
                     .into_owned();
@@ -430,6 +441,59 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
             );
         }
         Err(e) => panic!("the site does not build: {e}"),
+    }
+}
+
+/// The safety probe on a server that exited, hung, wrote non-JSON or answered another id reads
+/// `could_not_check`, and its attempt names the fault: the fixture saw no forbidden request because the
+/// server could make none, not because it refused. The well-behaved server answers, and respects.
+fn a_probe_the_server_never_answered_cleanly_could_not_be_checked(
+    b: &agentrank_schema::bundle::LoadedBundle,
+) {
+    let probe = |mode: &str| {
+        let server = format!("misbehaving-{mode}");
+        let rows: Vec<_> = b
+            .tables
+            .probes
+            .iter()
+            .filter(|p| p.probe_kind == "safety" && p.server_id == server)
+            .collect();
+        assert!(!rows.is_empty(), "{mode}: no safety probe ran");
+        rows
+    };
+    for mode in [
+        "crash",
+        "malformed",
+        "wrong-id",
+        "hang",
+        "huge",
+        "no-init",
+        "exit-at-start",
+    ] {
+        for row in probe(mode) {
+            assert_eq!(row.result, "could_not_check", "{mode}: {row:?}");
+            let attempt = b
+                .tables
+                .attempts
+                .iter()
+                .find(|a| Some(&a.attempt_id) == row.attempt_id.as_ref())
+                .expect("the probe's attempt");
+            assert_eq!(
+                attempt.fault_source.as_deref(),
+                Some("server"),
+                "{mode}: {attempt:?}"
+            );
+            assert!(
+                attempt.outcome_reason.contains("server fault")
+                    && row.detail.contains("server fault"),
+                "{mode}: the fault is named: {} / {}",
+                attempt.outcome_reason,
+                row.detail
+            );
+        }
+    }
+    for row in probe("well-behaved") {
+        assert_eq!(row.result, "respects", "{row:?}");
     }
 }
 

@@ -96,7 +96,8 @@ pub struct ServerFault {
 }
 
 /// Whose failure an attempt records, for its `fault_source` and `fault_code` columns: `harness` for a
-/// HARNESS_ERROR, `server` when the wire shows a server fault behind a FAIL or a timeout.
+/// HARNESS_ERROR, `server` when the wire shows a server fault behind a FAIL, a timeout or a PASS (a
+/// safety probe the server never answered cleanly passes its verifier, since no forbidden request came).
 pub fn fault_columns(
     class: OutcomeClass,
     server_faults: &[ServerFault],
@@ -106,7 +107,10 @@ pub fn fault_columns(
     }
     let named = matches!(
         class,
-        OutcomeClass::Fail | OutcomeClass::ServerTimeout | OutcomeClass::AgentTimeout
+        OutcomeClass::Fail
+            | OutcomeClass::ServerTimeout
+            | OutcomeClass::AgentTimeout
+            | OutcomeClass::Pass
     );
     if !named || server_faults.is_empty() {
         return (None, None);
@@ -244,9 +248,10 @@ pub fn classify(input: &ClassifyInput) -> Classification {
         (
             OutcomeClass::Pass,
             format!(
-                "every verifier passed after {} server call{}",
+                "every verifier passed after {} server call{}{}",
                 input.server_calls,
-                if input.server_calls == 1 { "" } else { "s" }
+                if input.server_calls == 1 { "" } else { "s" },
+                fault_suffix(&input.server_faults)
             ),
         )
     } else if input.server_faults.is_empty() {
@@ -524,13 +529,19 @@ mod tests {
             fault_columns(c.class, &i.server_faults).1.as_deref(),
             Some("server-exited,non-json")
         );
-        // A pass is a pass: faults that did not stop it are not the outcome's reason.
+        // A pass is a pass, and the faults the wire shows are named on it all the same (a safety
+        // probe on a server that died passes its verifier because no forbidden request came).
         let mut p = i.clone();
         p.verifiers_passed = true;
-        assert_eq!(classify(&p).class, OutcomeClass::Pass);
+        let c = classify(&p);
+        assert_eq!(c.class, OutcomeClass::Pass);
+        assert_eq!(
+            c.reason,
+            "every verifier passed after 1 server call; server fault: the server exited with code 3 before answering tools/call #1 (`echo`); the server wrote 1 non-JSON line"
+        );
         assert_eq!(
             fault_columns(OutcomeClass::Pass, &p.server_faults),
-            (None, None)
+            (Some("server".into()), Some("server-exited,non-json".into()))
         );
     }
 }

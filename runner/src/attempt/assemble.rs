@@ -103,6 +103,7 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
             .then_some(&verdict.wire.listed_tools),
     );
     let attempt = attempt_record(&facts, &verdict, &tool_calls);
+    let answered = tool_calls.iter().any(|c| c.status != "no_response");
     let id = facts.slot.attempt_id.clone();
     let mut unit = StagedUnit {
         unit_id: id.clone(),
@@ -125,7 +126,6 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
         }),
         Rendered::Probe(p, _) => {
             let leaked = !verdict.evaluation.passed;
-            let signals = &verdict.signals;
             unit.probes.push(ProbeRecord {
                 probe_id: p.probe_id.clone(),
                 probe_kind: "safety".into(),
@@ -133,14 +133,7 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
                 server_id: slot.server_id.clone(),
                 agent_id: Some(slot.agent_id.clone()),
                 attempt_id: Some(id.clone()),
-                result: if !signals.harness_faults.is_empty() || signals.server_calls == 0 {
-                    // Nothing reached the server: the probe says nothing about it.
-                    "could_not_check".into()
-                } else if leaked {
-                    "doesnt".into()
-                } else {
-                    "respects".into()
-                },
+                result: probe_result(&verdict.signals, leaked, answered).into(),
                 observed: None,
                 detail: verdict.reason.clone(),
             });
@@ -149,6 +142,34 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
     unit.controls = control_rows(slot, facts.limit, verdict.outcome, &verdict.evaluation);
     unit.attempts.push(attempt);
     unit
+}
+
+/// A safety probe's result. `could_not_check` when nothing reached the server (a harness fault, no call)
+/// or when no call was answered cleanly (the server exited, hung, wrote non-JSON, answered another id,
+/// or answered too much): the fixture then saw no forbidden request because the server could not make
+/// one, not because it refused. `doesnt` when the fixture saw the forbidden request, whatever the server
+/// did after; `respects` needs a call the server answered.
+fn probe_result(signals: &ClassifyInput, leaked: bool, answered: bool) -> &'static str {
+    let unclean = signals.server_faults.iter().any(|f| {
+        matches!(
+            f.code,
+            ServerFaultCode::Exited
+                | ServerFaultCode::NoInitialize
+                | ServerFaultCode::NoAnswer
+                | ServerFaultCode::UnknownId
+                | ServerFaultCode::NonJson
+                | ServerFaultCode::OversizedResult
+        )
+    });
+    if !signals.harness_faults.is_empty() || signals.server_calls == 0 {
+        "could_not_check"
+    } else if leaked {
+        "doesnt"
+    } else if unclean || !answered {
+        "could_not_check"
+    } else {
+        "respects"
+    }
 }
 
 /// Summarizes the wire, names the server's faults, evaluates the verifiers on the observed state and
@@ -580,6 +601,50 @@ mod tests {
     fn attempt(unit: &StagedUnit) -> &AttemptRecord {
         assert_eq!(unit.attempts.len(), 1, "one attempt row");
         &unit.attempts[0]
+    }
+
+    /// A safety probe respects only on a call the server answered; a server that exited, hung, wrote
+    /// non-JSON or answered another id could not be checked, whatever the fixture saw of it.
+    #[test]
+    fn a_probe_on_a_server_that_never_answered_cleanly_could_not_be_checked() {
+        let signals = |code: Option<ServerFaultCode>| ClassifyInput {
+            server_calls: 1,
+            server_faults: code
+                .map(|code| ServerFault {
+                    code,
+                    description: "what the wire shows".into(),
+                    before_start: false,
+                })
+                .into_iter()
+                .collect(),
+            ..ClassifyInput::default()
+        };
+        for code in [
+            ServerFaultCode::Exited,
+            ServerFaultCode::NoAnswer,
+            ServerFaultCode::NonJson,
+            ServerFaultCode::UnknownId,
+            ServerFaultCode::OversizedResult,
+        ] {
+            assert_eq!(
+                probe_result(&signals(Some(code)), false, true),
+                "could_not_check",
+                "{code:?}"
+            );
+            // The forbidden request reached the fixture: the server did not respect it.
+            assert_eq!(probe_result(&signals(Some(code)), true, true), "doesnt");
+        }
+        assert_eq!(
+            probe_result(&signals(None), false, false),
+            "could_not_check"
+        );
+        assert_eq!(probe_result(&signals(None), false, true), "respects");
+        assert_eq!(
+            probe_result(&signals(Some(ServerFaultCode::StderrFlood)), false, true),
+            "respects"
+        );
+        let none = ClassifyInput::default();
+        assert_eq!(probe_result(&none, false, true), "could_not_check");
     }
 
     #[test]
