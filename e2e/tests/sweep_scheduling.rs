@@ -425,6 +425,9 @@ tasks = ["wf-html-code", "wf-heading"]
     );
 }
 
+/// A published Completion: server, point and interval.
+type ScoredRow = (String, Option<f64>, Option<f64>, Option<f64>);
+
 /// The README's snippets ("Recomputing the boards"), run as written with DuckDB, pandas and polars in
 /// a fresh sweep's bundle, give every Completion the analysis publishes: the scored agent's attempts
 /// share their agent and server with its no-server control, its stubbed-empty null and the
@@ -513,6 +516,37 @@ tasks = ["wf-html-code", "wf-heading", "wf-json-field", "wf-plain-text", "wf-red
     );
 
     eprintln!("published Completion: {published:?}");
+
+    // The same attempts with their ids spelled as a plain export spells them (1, 2, … in every cell)
+    // are the same design: the intervals agree within Monte-Carlo error, since every cell's draws are
+    // keyed by the cell as well as its attempts.
+    let input = agentrank_analyze::load::load_input(&dir).expect("load");
+    let mut renamed = input.clone();
+    for a in &mut renamed.attempts {
+        a.attempt_id = (a.attempt_index + 1 + 100 * a.rerun_index).to_string();
+    }
+    let cfg2 = agentrank_analyze::analysis::Config {
+        resamples: 4_000,
+        ..cfg
+    };
+    let unique = agentrank_analyze::analysis::analyze(&[input], &cfg2).expect("analyze");
+    let per_cell = agentrank_analyze::analysis::analyze(&[renamed], &cfg2).expect("analyze");
+    let scored = |a: &agentrank_analyze::Analysis| -> Vec<ScoredRow> {
+        a.completion
+            .iter()
+            .filter(|r| r.view == "headline" && r.point.is_some())
+            .map(|r| (r.server.clone(), r.point, r.ci_lo, r.ci_hi))
+            .collect()
+    };
+    let (u, p) = (scored(&unique), scored(&per_cell));
+    assert_eq!(u.len(), p.len());
+    for (x, y) in u.iter().zip(&p) {
+        assert_eq!((&x.0, x.1), (&y.0, y.1), "same points");
+        for (a, b) in [(x.2, y.2), (x.3, y.3)] {
+            let (a, b) = (a.expect("interval"), b.expect("interval"));
+            assert!((a - b).abs() <= 0.05, "{}: {a} vs {b}", x.0);
+        }
+    }
     // The README's three snippets, as written, each followed by one line that prints its rows.
     let readme = std::fs::read_to_string(support::workspace().join("README.md")).expect("README");
     let section = readme
