@@ -179,6 +179,7 @@ fn prompt_config(base: &str, model: &str) -> AgentConfig {
             temperature: Some(0.0),
             max_tokens: Some(256),
             sized_context: true,
+            tool_choice: None,
         },
     })
 }

@@ -89,6 +89,13 @@ pub enum ToolMode {
     /// no native call, the call is the first JSON object in the reply text whose `name` is a listed tool
     /// and whose `arguments` is an object ([`prompt_call`]).
     Prompt,
+    /// The endpoint constrains every reply that may call a tool to one JSON object (llama.cpp's
+    /// `json_schema` request field, the "generic" tool-call format): `{"tool_call": {"name", "arguments"}}`
+    /// naming a listed tool with arguments that match its input schema, or `{"answer": "…"}`, the
+    /// value of the final `ANSWER:` line ([`constrained_schema`], [`constrained_reply`]). The tools are
+    /// also sent in `tools`, so the model's chat template renders them, and a call goes back into the
+    /// conversation as a native `tool_calls` message.
+    Constrained,
 }
 
 /// Where the fixed system prompt goes.
@@ -101,6 +108,40 @@ pub enum SystemPromptPlacement {
     User,
     /// Not sent: the tool-result reminder carries the answer format instead.
     Omitted,
+}
+
+/// What the endpoint is asked to do about tools (`tool_choice`, OpenAI-compatible endpoints only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// `auto` on every request: the model decides.
+    Auto,
+    /// `required` on every request: each reply is a call of a listed tool, so the conversation ends
+    /// only at the request limit or the time limit.
+    Required,
+    /// `required` on the first request (the model must use the server before anything else), `auto`
+    /// on the later ones (so it can answer).
+    RequiredFirst,
+}
+
+impl ToolChoice {
+    /// The setting's word in a roster file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::RequiredFirst => "required-first",
+        }
+    }
+
+    /// The `tool_choice` value of request number `n` (0-based).
+    pub fn for_request(self, n: usize) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::RequiredFirst if n == 0 => "required",
+            ToolChoice::RequiredFirst => "auto",
+        }
+    }
 }
 
 /// The minimal loop's per-configuration settings beyond the endpoint and model.
@@ -117,6 +158,9 @@ pub struct LoopSettings {
     /// Size the window per server with [`context_window`] on any endpoint (Ollama always does) and
     /// treat a prompt that reaches it as truncated: for a server whose own window is the rule's cap.
     pub sized_context: bool,
+    /// `tool_choice` sent with every request that offers tools (`None`: not sent, the endpoint's
+    /// default; OpenAI-compatible endpoints only).
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// What prompt mode read from a reply's text.
@@ -318,6 +362,24 @@ pub fn request_body(
             if let Some(level) = config.reasoning.level() {
                 body.insert("reasoning_effort".into(), level.into());
             }
+            // The requests so far are the assistant messages in the conversation.
+            let n = messages.iter().filter(|m| m["role"] == "assistant").count();
+            let choice = sampling.tool_choice.map(|c| c.for_request(n));
+            match (sampling.tool_mode, tools.is_empty()) {
+                (_, true) => {}
+                // The schema is the constraint: a required call leaves the answer out of it.
+                (ToolMode::Constrained, false) => {
+                    body.insert(
+                        "json_schema".into(),
+                        constrained_schema(tools, choice != Some("required")),
+                    );
+                }
+                (_, false) => {
+                    if let Some(choice) = choice {
+                        body.insert("tool_choice".into(), choice.into());
+                    }
+                }
+            }
             if let Some(t) = sampling.temperature {
                 body.insert("temperature".into(), t.into());
             }
@@ -327,6 +389,81 @@ pub fn request_body(
         }
     }
     Value::Object(body)
+}
+
+/// The JSON schema of a constrained reply (see [`ToolMode::Constrained`]): a call of one of `tools`
+/// (OpenAI `{"type": "function", "function": {"name", "parameters"}}` entries) with arguments that match
+/// its parameters, or, when `allow_answer`, the final answer. Pure.
+pub fn constrained_schema(tools: &[Value], allow_answer: bool) -> Value {
+    let calls: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let f = &t["function"];
+            let parameters = match &f["parameters"] {
+                Value::Object(p) if !p.is_empty() => Value::Object(p.clone()),
+                _ => json!({"type": "object"}),
+            };
+            json!({
+                "type": "object",
+                "properties": {"name": {"const": f["name"]}, "arguments": parameters},
+                "required": ["name", "arguments"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    let mut alternatives = vec![json!({
+        "type": "object",
+        "properties": {"tool_call": {"oneOf": calls}},
+        "required": ["tool_call"],
+        "additionalProperties": false,
+    })];
+    if allow_answer {
+        alternatives.push(json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+            "additionalProperties": false,
+        }));
+    }
+    json!({"oneOf": alternatives})
+}
+
+/// What a constrained reply holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConstrainedReply {
+    /// A call: the tool's name and its arguments.
+    Call {
+        name: String,
+        arguments: Map<String, Value>,
+    },
+    /// The final answer, as the `ANSWER:` line it stands for.
+    Answer(String),
+    /// Text that is not a constrained reply (cut off at the token limit, or sent without a schema).
+    Other,
+}
+
+/// Reads a constrained reply's text (see [`ToolMode::Constrained`]). An answer that already starts
+/// with `ANSWER:` is kept as it is. Pure.
+pub fn constrained_reply(text: &str) -> ConstrainedReply {
+    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(text.trim()) else {
+        return ConstrainedReply::Other;
+    };
+    if let Some(Value::Object(call)) = m.get("tool_call")
+        && let (Some(Value::String(name)), Some(Value::Object(arguments))) =
+            (call.get("name"), call.get("arguments"))
+    {
+        return ConstrainedReply::Call {
+            name: name.clone(),
+            arguments: arguments.clone(),
+        };
+    }
+    match m.get("answer") {
+        Some(Value::String(a)) if a.trim_start().starts_with("ANSWER:") => {
+            ConstrainedReply::Answer(a.trim().to_string())
+        }
+        Some(Value::String(a)) => ConstrainedReply::Answer(format!("ANSWER: {}", a.trim())),
+        _ => ConstrainedReply::Other,
+    }
 }
 
 /// One tool call the model asked for.
@@ -867,6 +1004,12 @@ impl Conversation<'_> {
         if config.settings.tool_mode == ToolMode::Prompt && reply.tool_calls.is_empty() {
             self.read_prompt_call(&mut reply);
         }
+        if config.settings.tool_mode == ToolMode::Constrained
+            && reply.tool_calls.is_empty()
+            && !self.tools.is_empty()
+        {
+            self.read_constrained(&mut reply);
+        }
         self.messages.push(reply.message.clone());
         if reply.tool_calls.is_empty() {
             self.final_message = Some(reply.content.clone());
@@ -1065,6 +1208,47 @@ impl Conversation<'_> {
         }
     }
 
+    /// Reads a constrained reply: a call becomes the turn's tool call and goes back into the
+    /// conversation as a native `tool_calls` message; an answer becomes the final message's `ANSWER:`
+    /// line; anything else stays the final message as it is.
+    fn read_constrained(&mut self, reply: &mut Reply) {
+        let read = constrained_reply(&reply.content);
+        let what = match &read {
+            ConstrainedReply::Call { .. } => "call",
+            ConstrainedReply::Answer(_) => "answer",
+            ConstrainedReply::Other => "other",
+        };
+        let mut tl = turn(self.now(), "system", "event");
+        tl.text = Some(format!("constrained reply: {what}"));
+        tl.data = Some(json!({"type": "constrained_reply", "read": what}));
+        self.turns.push(tl);
+        match read {
+            ConstrainedReply::Call { name, arguments } => {
+                let call = ToolCall {
+                    id: format!("call_{}", self.calls_made + 1),
+                    name,
+                    arguments,
+                    malformed_arguments: None,
+                };
+                reply.message = json!({
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": Value::Object(call.arguments.clone()).to_string(),
+                        },
+                    }],
+                });
+                reply.tool_calls.push(call);
+            }
+            ConstrainedReply::Answer(line) => reply.content = line,
+            ConstrainedReply::Other => {}
+        }
+    }
+
     /// Records one tool call, answers it (from the server, or with an error for a hallucinated tool or
     /// a missing server) and appends the clipped result to the conversation. `None` when the deadline
     /// cut off the server call.
@@ -1212,5 +1396,127 @@ impl Conversation<'_> {
             stderr_tail: String::new(),
             invocation: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tool_choice_tests {
+    use super::*;
+
+    fn config(choice: Option<ToolChoice>) -> OpenAiConfig {
+        OpenAiConfig {
+            endpoint: Endpoint::OpenAiChat {
+                base_url: "http://127.0.0.1:1/v1".into(),
+                api_key_env: None,
+            },
+            model: "m".into(),
+            reasoning: Reasoning::Default,
+            num_ctx: None,
+            max_requests: 8,
+            price_per_mtok: None,
+            settings: LoopSettings {
+                tool_choice: choice,
+                ..LoopSettings::default()
+            },
+        }
+    }
+
+    #[test]
+    fn tool_choice_is_sent_with_tools_and_required_first_relaxes_after_the_first_reply() {
+        let tools = vec![json!({"type": "function", "function": {"name": "fetch"}})];
+        let first = vec![json!({"role": "user", "content": "task"})];
+        let later = vec![
+            json!({"role": "user", "content": "task"}),
+            json!({"role": "assistant", "content": "", "tool_calls": []}),
+            json!({"role": "tool", "content": "page"}),
+        ];
+        let choice = |c: Option<ToolChoice>, messages: &[Value], tools: &[Value]| {
+            request_body(&config(c), messages, tools, None)["tool_choice"].clone()
+        };
+        assert_eq!(choice(None, &first, &tools), Value::Null);
+        assert_eq!(
+            choice(Some(ToolChoice::Auto), &later, &tools),
+            json!("auto")
+        );
+        assert_eq!(
+            choice(Some(ToolChoice::Required), &later, &tools),
+            json!("required")
+        );
+        assert_eq!(
+            choice(Some(ToolChoice::RequiredFirst), &first, &tools),
+            json!("required")
+        );
+        assert_eq!(
+            choice(Some(ToolChoice::RequiredFirst), &later, &tools),
+            json!("auto")
+        );
+        // No tools offered (the no-server control): no tool_choice.
+        assert_eq!(choice(Some(ToolChoice::Required), &first, &[]), Value::Null);
+    }
+
+    #[test]
+    fn constrained_mode_sends_a_schema_of_the_listed_tools_and_the_answer() {
+        let tools = vec![json!({"type": "function", "function": {"name": "fetch",
+            "parameters": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}}})];
+        let mut c = config(Some(ToolChoice::RequiredFirst));
+        c.settings.tool_mode = ToolMode::Constrained;
+        let first = vec![json!({"role": "user", "content": "task"})];
+        let body = request_body(&c, &first, &tools, None);
+        assert_eq!(
+            body["tool_choice"],
+            Value::Null,
+            "the schema is the constraint"
+        );
+        let alternatives = body["json_schema"]["oneOf"]
+            .as_array()
+            .expect("alternatives");
+        assert_eq!(alternatives.len(), 1, "the first reply must be a call");
+        let call = &alternatives[0]["properties"]["tool_call"]["oneOf"][0];
+        assert_eq!(call["properties"]["name"]["const"], "fetch");
+        assert_eq!(call["properties"]["arguments"]["required"], json!(["url"]));
+        let later = vec![
+            json!({"role": "user", "content": "task"}),
+            json!({"role": "assistant", "content": "", "tool_calls": []}),
+            json!({"role": "tool", "content": "page"}),
+        ];
+        let body = request_body(&c, &later, &tools, None);
+        assert_eq!(
+            body["json_schema"]["oneOf"].as_array().map(Vec::len),
+            Some(2)
+        );
+        // No tools (the no-server control): the reply is free text.
+        assert_eq!(
+            request_body(&c, &first, &[], None)["json_schema"],
+            Value::Null
+        );
+    }
+
+    #[test]
+    fn a_constrained_reply_reads_as_a_call_an_answer_or_neither() {
+        assert_eq!(
+            constrained_reply(
+                r#"{"tool_call": {"name": "fetch", "arguments": {"url": "http://a.test/"}}}"#
+            ),
+            ConstrainedReply::Call {
+                name: "fetch".into(),
+                arguments: json!({"url": "http://a.test/"})
+                    .as_object()
+                    .cloned()
+                    .expect("object"),
+            }
+        );
+        assert_eq!(
+            constrained_reply("{\n  \"answer\": \"AR-7F3C9D21B0\"\n}"),
+            ConstrainedReply::Answer("ANSWER: AR-7F3C9D21B0".into())
+        );
+        assert_eq!(
+            constrained_reply(r#"{"answer": "ANSWER: DONE"}"#),
+            ConstrainedReply::Answer("ANSWER: DONE".into())
+        );
+        assert_eq!(
+            constrained_reply(r#"{"answer": "cut off"#),
+            ConstrainedReply::Other
+        );
+        assert_eq!(constrained_reply("ANSWER: 4"), ConstrainedReply::Other);
     }
 }

@@ -20,7 +20,7 @@ use super::AgentConfig;
 use super::claude::ClaudeConfig;
 use super::codex::CodexConfig;
 use super::openai::{
-    Endpoint, LoopSettings, OpenAiConfig, Reasoning, SystemPromptPlacement, ToolMode,
+    Endpoint, LoopSettings, OpenAiConfig, Reasoning, SystemPromptPlacement, ToolChoice, ToolMode,
 };
 use agentrank_schema::roster::{AgentConfig as RosterAgent, AgentKind};
 use std::collections::BTreeMap;
@@ -69,8 +69,9 @@ pub fn managed_url_key(model: &str) -> String {
     format!("AGENTRANK_MANAGED_URL:{model}")
 }
 
-/// The minimal loop's settings `tool_mode` (`native`, `prompt`), `system_prompt` (`system`, `user`,
-/// `omitted`), `tool_result_reminder`, `temperature` and `max_tokens`.
+/// The minimal loop's settings `tool_mode` (`native`, `prompt`, `constrained`), `system_prompt` (`system`, `user`,
+/// `omitted`), `tool_result_reminder`, `temperature`, `max_tokens` and `tool_choice` (`auto`,
+/// `required`, `required-first`).
 pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, String> {
     let id = &agent.id;
     let get = |k: &str| agent.settings.get(k);
@@ -81,7 +82,8 @@ pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, String> {
         tool_mode: match get("tool_mode").map(String::as_str) {
             None | Some("native") => ToolMode::Native,
             Some("prompt") => ToolMode::Prompt,
-            Some(v) => return Err(bad("tool_mode", v, "use native or prompt")),
+            Some("constrained") => ToolMode::Constrained,
+            Some(v) => return Err(bad("tool_mode", v, "use native, prompt or constrained")),
         },
         system_prompt: match get("system_prompt").map(String::as_str) {
             None | Some("system") => SystemPromptPlacement::System,
@@ -109,6 +111,19 @@ pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, String> {
             ),
         },
         sized_context: false,
+        tool_choice: match get("tool_choice").map(String::as_str) {
+            None => None,
+            Some("auto") => Some(ToolChoice::Auto),
+            Some("required") => Some(ToolChoice::Required),
+            Some("required-first") => Some(ToolChoice::RequiredFirst),
+            Some(v) => {
+                return Err(bad(
+                    "tool_choice",
+                    v,
+                    "use auto, required or required-first",
+                ));
+            }
+        },
     })
 }
 
@@ -323,9 +338,20 @@ mod tests {
                 temperature: Some(0.0),
                 max_tokens: Some(256),
                 sized_context: true,
+                tool_choice: None,
             }
         );
+        for (word, choice) in [
+            ("auto", ToolChoice::Auto),
+            ("required", ToolChoice::Required),
+            ("required-first", ToolChoice::RequiredFirst),
+        ] {
+            let a = agent(AgentKind::MinimalLoop, Some("m"), &[("tool_choice", word)]);
+            assert_eq!(loop_settings(&a).expect("read").tool_choice, Some(choice));
+            assert_eq!(choice.as_str(), word);
+        }
         for (k, v) in [
+            ("tool_choice", "any"),
             ("tool_mode", "json"),
             ("system_prompt", "top"),
             ("temperature", "-1"),
