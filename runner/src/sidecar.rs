@@ -32,38 +32,39 @@ use nix::unistd::Pid;
 /// Where PostgreSQL 15's server binaries live on Debian.
 pub const POSTGRES_BIN_DIR: &str = "/usr/lib/postgresql/15/bin";
 
-/// The two server engines a sidecar can run.
+/// The two database server programs a sidecar can run (PostgreSQL, and MariaDB for the `mysql` engine
+/// of [`agentrank_schema::task::Engine`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Engine {
+pub enum DbServer {
     Postgres,
     MariaDb,
 }
 
-impl Engine {
+impl DbServer {
     /// Lower-case name used in ids and records.
     pub fn as_str(self) -> &'static str {
         match self {
-            Engine::Postgres => "postgres",
-            Engine::MariaDb => "mariadb",
+            DbServer::Postgres => "postgres",
+            DbServer::MariaDb => "mariadb",
         }
     }
     /// The port the engine conventionally listens on (what `db:{port}` uses inside a sandbox).
     pub fn default_port(self) -> u16 {
         match self {
-            Engine::Postgres => 5432,
-            Engine::MariaDb => 3306,
+            DbServer::Postgres => 5432,
+            DbServer::MariaDb => 3306,
         }
     }
     /// The superuser name.
     pub fn superuser(self) -> &'static str {
         match self {
-            Engine::Postgres => "postgres",
-            Engine::MariaDb => "root",
+            DbServer::Postgres => "postgres",
+            DbServer::MariaDb => "root",
         }
     }
 }
 
-impl fmt::Display for Engine {
+impl fmt::Display for DbServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -85,13 +86,13 @@ pub enum SidecarError {
     },
     #[error("{engine} did not become ready within {waited:?}; server log tail:\n{log_tail}")]
     NotReady {
-        engine: Engine,
+        engine: DbServer,
         waited: Duration,
         log_tail: String,
     },
     #[error("{engine} exited during startup ({status}); server log tail:\n{log_tail}")]
     Exited {
-        engine: Engine,
+        engine: DbServer,
         status: String,
         log_tail: String,
     },
@@ -111,7 +112,7 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SidecarErro
 /// How to start a sidecar.
 #[derive(Debug, Clone)]
 pub struct SidecarConfig {
-    pub engine: Engine,
+    pub engine: DbServer,
     /// TCP port on 127.0.0.1; `None` picks a free one.
     pub port: Option<u16>,
     /// How long to wait for the server to accept connections.
@@ -122,7 +123,7 @@ pub struct SidecarConfig {
 
 impl SidecarConfig {
     /// Defaults: free port, 60 s readiness deadline, system temp dir.
-    pub fn new(engine: Engine) -> Self {
+    pub fn new(engine: DbServer) -> Self {
         SidecarConfig {
             engine,
             port: None,
@@ -135,7 +136,7 @@ impl SidecarConfig {
 /// Connection facts for one per-attempt database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatabaseAccess {
-    pub engine: Engine,
+    pub engine: DbServer,
     /// The host as the runner sees it (127.0.0.1).
     pub host: String,
     pub port: u16,
@@ -148,8 +149,8 @@ impl DatabaseAccess {
     /// A connection URL for `host:port` (pass `db` and the engine's default port for the in-sandbox URL).
     pub fn url_for(&self, host: &str, port: u16) -> String {
         let scheme = match self.engine {
-            Engine::Postgres => "postgresql",
-            Engine::MariaDb => "mysql",
+            DbServer::Postgres => "postgresql",
+            DbServer::MariaDb => "mysql",
         };
         format!(
             "{scheme}://{}:{}@{host}:{port}/{}",
@@ -164,7 +165,7 @@ impl DatabaseAccess {
 
 /// A running database server.
 pub struct Sidecar {
-    engine: Engine,
+    engine: DbServer,
     child: Option<Child>,
     dir: tempfile::TempDir,
     port: u16,
@@ -203,10 +204,10 @@ fn lookup_account(name: &str) -> Option<Account> {
     })
 }
 
-fn server_account(engine: Engine) -> Result<Account, SidecarError> {
+fn server_account(engine: DbServer) -> Result<Account, SidecarError> {
     let preferred = match engine {
-        Engine::Postgres => "postgres",
-        Engine::MariaDb => "mysql",
+        DbServer::Postgres => "postgres",
+        DbServer::MariaDb => "mysql",
     };
     lookup_account(preferred)
         .or_else(|| lookup_account("nobody"))
@@ -347,8 +348,8 @@ impl Sidecar {
         let account = server_account(engine)?;
         let mut builder = tempfile::Builder::new();
         builder.prefix(match engine {
-            Engine::Postgres => "agentrank-pg-",
-            Engine::MariaDb => "agentrank-mariadb-",
+            DbServer::Postgres => "agentrank-pg-",
+            DbServer::MariaDb => "agentrank-mariadb-",
         });
         let dir = match &config.parent_dir {
             Some(p) => builder.tempdir_in(p),
@@ -373,11 +374,11 @@ impl Sidecar {
             superuser_password,
         };
         match engine {
-            Engine::Postgres => sidecar.start_postgres(account)?,
-            Engine::MariaDb => sidecar.start_mariadb(account)?,
+            DbServer::Postgres => sidecar.start_postgres(account)?,
+            DbServer::MariaDb => sidecar.start_mariadb(account)?,
         }
         sidecar.wait_ready(config.ready_timeout)?;
-        if engine == Engine::Postgres {
+        if engine == DbServer::Postgres {
             // Only the runner's superuser may connect to the maintenance databases.
             sidecar.exec_admin(&[
                 "REVOKE CONNECT ON DATABASE postgres FROM PUBLIC",
@@ -432,8 +433,8 @@ impl Sidecar {
     /// The server's pid file, inside the sidecar directory.
     pub fn pid_file(&self) -> PathBuf {
         match self.engine {
-            Engine::Postgres => self.dir.path().join("postgres.pid"),
-            Engine::MariaDb => self.dir.path().join("mariadbd.pid"),
+            DbServer::Postgres => self.dir.path().join("postgres.pid"),
+            DbServer::MariaDb => self.dir.path().join("mariadbd.pid"),
         }
     }
 
@@ -585,7 +586,7 @@ impl Sidecar {
     }
 
     /// The engine this sidecar runs.
-    pub fn engine(&self) -> Engine {
+    pub fn engine(&self) -> DbServer {
         self.engine
     }
     /// The TCP port on 127.0.0.1.
@@ -599,8 +600,8 @@ impl Sidecar {
     /// The unix socket path (PostgreSQL: `.s.PGSQL.{port}` inside the sidecar directory).
     pub fn socket_path(&self) -> PathBuf {
         match self.engine {
-            Engine::Postgres => self.dir.path().join(format!(".s.PGSQL.{}", self.port)),
-            Engine::MariaDb => self.dir.path().join("mariadbd.sock"),
+            DbServer::Postgres => self.dir.path().join(format!(".s.PGSQL.{}", self.port)),
+            DbServer::MariaDb => self.dir.path().join("mariadbd.sock"),
         }
     }
     /// The server's process id, while it runs.
@@ -611,7 +612,7 @@ impl Sidecar {
     /// A client command for `database` as the superuser, producing unaligned tab-separated rows.
     pub fn admin_client(&self, database: &str) -> Command {
         match self.engine {
-            Engine::Postgres => {
+            DbServer::Postgres => {
                 let mut cmd = Command::new(format!("{POSTGRES_BIN_DIR}/psql"));
                 cmd.args([
                     "-X",
@@ -632,7 +633,7 @@ impl Sidecar {
                 .env("PGCONNECT_TIMEOUT", "5");
                 cmd
             }
-            Engine::MariaDb => {
+            DbServer::MariaDb => {
                 let mut cmd = Command::new("mariadb");
                 cmd.arg("--no-defaults")
                     .arg(format!("--socket={}", self.socket_path().display()))
@@ -652,8 +653,8 @@ impl Sidecar {
 
     fn maintenance_db(&self) -> &'static str {
         match self.engine {
-            Engine::Postgres => "postgres",
-            Engine::MariaDb => "mysql",
+            DbServer::Postgres => "postgres",
+            DbServer::MariaDb => "mysql",
         }
     }
 
@@ -662,8 +663,8 @@ impl Sidecar {
     pub fn run_sql(&self, database: &str, sql: &str) -> Result<String, SidecarError> {
         let mut cmd = self.admin_client(database);
         match self.engine {
-            Engine::Postgres => cmd.arg("-c").arg(sql),
-            Engine::MariaDb => cmd.arg("-e").arg(sql),
+            DbServer::Postgres => cmd.arg("-c").arg(sql),
+            DbServer::MariaDb => cmd.arg("-e").arg(sql),
         };
         run_checked(cmd, Duration::from_secs(120))
     }
@@ -672,10 +673,10 @@ impl Sidecar {
     pub fn run_sql_file(&self, database: &str, file: &Path) -> Result<String, SidecarError> {
         let mut cmd = self.admin_client(database);
         match self.engine {
-            Engine::Postgres => {
+            DbServer::Postgres => {
                 cmd.arg("-1").arg("-f").arg(file);
             }
-            Engine::MariaDb => {
+            DbServer::MariaDb => {
                 cmd.arg("-e").arg(format!("source {}", file.display()));
             }
         }
@@ -685,8 +686,8 @@ impl Sidecar {
     fn query_admin(&self, sql: &str) -> Result<String, SidecarError> {
         let mut cmd = self.admin_client(self.maintenance_db());
         match self.engine {
-            Engine::Postgres => cmd.arg("-c").arg(sql),
-            Engine::MariaDb => cmd.arg("-e").arg(sql),
+            DbServer::Postgres => cmd.arg("-c").arg(sql),
+            DbServer::MariaDb => cmd.arg("-e").arg(sql),
         };
         run_checked(cmd, Duration::from_secs(10))
     }
@@ -696,8 +697,8 @@ impl Sidecar {
         let mut cmd = self.admin_client(self.maintenance_db());
         for s in statements {
             match self.engine {
-                Engine::Postgres => cmd.arg("-c").arg(s),
-                Engine::MariaDb => cmd.arg("-e").arg(format!("{s};")),
+                DbServer::Postgres => cmd.arg("-c").arg(s),
+                DbServer::MariaDb => cmd.arg("-e").arg(format!("{s};")),
             };
         }
         run_checked(cmd, Duration::from_secs(60)).map(|_| ())
@@ -717,7 +718,7 @@ impl Sidecar {
         check_name("user name", user)?;
         check_password(password)?;
         match self.engine {
-            Engine::Postgres => {
+            DbServer::Postgres => {
                 let create = match template {
                     Some(t) => {
                         check_name("template name", t)?;
@@ -737,7 +738,7 @@ impl Sidecar {
                     self.run_sql(database, &hand_over_sql(user))?;
                 }
             }
-            Engine::MariaDb => {
+            DbServer::MariaDb => {
                 self.exec_admin(&[
                     &format!("CREATE DATABASE `{database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"),
                     &format!("CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'"),
@@ -760,11 +761,11 @@ impl Sidecar {
         check_name("database name", database)?;
         check_name("user name", user)?;
         match self.engine {
-            Engine::Postgres => self.exec_admin(&[
+            DbServer::Postgres => self.exec_admin(&[
                 &format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"),
                 &format!("DROP ROLE IF EXISTS {user}"),
             ]),
-            Engine::MariaDb => {
+            DbServer::MariaDb => {
                 // Kill the user's sessions first so nothing holds metadata locks on the database.
                 let ids = self.query_admin(&format!(
                     "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '{user}'"
@@ -792,8 +793,8 @@ impl Sidecar {
         let pgid = Pid::from_raw(child.id() as i32);
         // PostgreSQL: SIGINT = fast shutdown; MariaDB: SIGTERM = normal shutdown.
         let sig = match self.engine {
-            Engine::Postgres => Signal::SIGINT,
-            Engine::MariaDb => Signal::SIGTERM,
+            DbServer::Postgres => Signal::SIGINT,
+            DbServer::MariaDb => Signal::SIGTERM,
         };
         let _ = nix::sys::signal::kill(pgid, sig);
         let start = Instant::now();
@@ -866,7 +867,7 @@ mod tests {
     #[test]
     fn urls_use_the_engine_scheme() {
         let a = DatabaseAccess {
-            engine: Engine::MariaDb,
+            engine: DbServer::MariaDb,
             host: "127.0.0.1".into(),
             port: 3307,
             database: "bench".into(),

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agentrank_runner::catalog::{load_catalog_dir, render_task};
 use agentrank_runner::dataset::client::{Target, observe, run_ground_truth, snapshot_all};
 use agentrank_runner::dataset::{Dataset, sql};
-use agentrank_runner::sidecar::{Engine as SidecarEngine, Sidecar, SidecarConfig};
+use agentrank_runner::sidecar::{DbServer as SidecarEngine, Sidecar, SidecarConfig};
 use agentrank_runner::verify::{database_needs, evaluate};
 use agentrank_schema::predicate::{EvaluationMode, ObservedState};
 use agentrank_schema::task::{Binding, Category, Engine, Environment};

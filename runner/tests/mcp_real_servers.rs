@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agentrank_runner::mcp::{ClientOptions, McpSession};
 use agentrank_runner::roster::{LaunchContext, ResolvedLaunch, Roster, resolve_launch};
-use agentrank_runner::sidecar::{DatabaseAccess, Engine, Sidecar, SidecarConfig};
+use agentrank_runner::sidecar::{DatabaseAccess, DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::roster::{Engine as DbEngine, ServerConfig};
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
 use serde_json::json;
@@ -51,7 +51,7 @@ struct Databases {
 }
 
 fn databases() -> Databases {
-    let pg = Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("PostgreSQL starts");
+    let pg = Sidecar::start(&SidecarConfig::new(DbServer::Postgres)).expect("PostgreSQL starts");
     let pg_access = pg
         .create_database("bench", "benchuser", "benchpass1", None)
         .expect("database created");
@@ -62,7 +62,7 @@ fn databases() -> Databases {
          ALTER TABLE invoices OWNER TO benchuser;",
     )
     .expect("seeded");
-    let my = Sidecar::start(&SidecarConfig::new(Engine::MariaDb)).expect("MariaDB starts");
+    let my = Sidecar::start(&SidecarConfig::new(DbServer::MariaDb)).expect("MariaDB starts");
     let my_access = my
         .create_database("bench", "benchuser", "benchpass1", None)
         .expect("database created");

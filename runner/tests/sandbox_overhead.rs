@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use agentrank_runner::sandbox::{
     BackendKind, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
 };
-use agentrank_runner::sidecar::{Engine, Sidecar, SidecarConfig};
+use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
 
 fn attempts() -> usize {
@@ -59,9 +59,9 @@ struct Phases {
     total: Vec<Duration>,
 }
 
-fn bench_engine(engine: Engine, n: usize) -> Phases {
+fn bench_engine(engine: DbServer, n: usize) -> Phases {
     let sidecar = Sidecar::start(&SidecarConfig::new(engine)).expect("sidecar");
-    if engine == Engine::Postgres {
+    if engine == DbServer::Postgres {
         sidecar
             .run_sql("postgres", "CREATE DATABASE bench_template")
             .expect("template");
@@ -92,12 +92,12 @@ fn bench_engine(engine: Engine, n: usize) -> Phases {
         let t1 = Instant::now();
         let (db, user) = (format!("bench_{i}"), format!("bench_u{i}"));
         match engine {
-            Engine::Postgres => {
+            DbServer::Postgres => {
                 sidecar
                     .create_database(&db, &user, "BenchPassw0rd", Some("bench_template"))
                     .expect("copy");
             }
-            Engine::MariaDb => {
+            DbServer::MariaDb => {
                 sidecar
                     .create_database(&db, &user, "BenchPassw0rd", None)
                     .expect("create");
@@ -149,7 +149,7 @@ fn per_attempt_overhead_medians() {
         "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}",
         "engine", "create", "db-reset", "spawn", "teardown", "total", "total/bare"
     );
-    for engine in [Engine::Postgres, Engine::MariaDb] {
+    for engine in [DbServer::Postgres, DbServer::MariaDb] {
         let p = bench_engine(engine, n);
         let total = ms(median(p.total));
         println!(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agentrank_runner::sandbox::{
     BackendKind, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
 };
-use agentrank_runner::sidecar::{Engine, Sidecar, SidecarConfig};
+use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
 
 fn site(code: &str) -> FixtureSite {
@@ -57,15 +57,15 @@ fn value<'a>(out: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {key} in:\n{out}"))
 }
 
-fn client_script(engine: Engine) -> &'static str {
+fn client_script(engine: DbServer) -> &'static str {
     match engine {
-        Engine::Postgres => {
+        DbServer::Postgres => {
             r#"
 echo "own=$(psql -X -A -t "postgresql://$DB_USER:$DB_PASSWORD@db:5432/$DB_NAME" -c 'SELECT code FROM secret' 2>&1)"
 echo "other=$(psql -X -A -t "postgresql://$DB_USER:$DB_PASSWORD@db:5432/$OTHER_DB" -c 'SELECT code FROM secret' 2>&1 | head -c 300)"
 "#
         }
-        Engine::MariaDb => {
+        DbServer::MariaDb => {
             r#"
 echo "own=$(MYSQL_PWD=$DB_PASSWORD mariadb --no-defaults -h db -P 3306 -u $DB_USER -N -B -e 'SELECT code FROM secret' $DB_NAME 2>&1)"
 echo "other=$(MYSQL_PWD=$DB_PASSWORD mariadb --no-defaults -h db -P 3306 -u $DB_USER -N -B -e 'SELECT code FROM secret' $OTHER_DB 2>&1 | head -c 300)"
@@ -74,7 +74,7 @@ echo "other=$(MYSQL_PWD=$DB_PASSWORD mariadb --no-defaults -h db -P 3306 -u $DB_
     }
 }
 
-fn four_attempts(engine: Engine) {
+fn four_attempts(engine: DbServer) {
     let sidecar = Arc::new(Sidecar::start(&SidecarConfig::new(engine)).expect("sidecar"));
     let handles: Vec<_> = (0..4)
         .map(|i| {
@@ -157,21 +157,21 @@ fn four_attempts(engine: Engine) {
     }
 }
 
-fn grant(engine: Engine, user: &str) -> String {
+fn grant(engine: DbServer, user: &str) -> String {
     match engine {
-        Engine::Postgres => format!("GRANT SELECT ON secret TO {user}"),
-        Engine::MariaDb => "SELECT 1".into(),
+        DbServer::Postgres => format!("GRANT SELECT ON secret TO {user}"),
+        DbServer::MariaDb => "SELECT 1".into(),
     }
 }
 
 #[test]
 fn four_parallel_postgres_attempts_are_isolated() {
-    four_attempts(Engine::Postgres);
+    four_attempts(DbServer::Postgres);
 }
 
 #[test]
 fn four_parallel_mariadb_attempts_are_isolated() {
-    four_attempts(Engine::MariaDb);
+    four_attempts(DbServer::MariaDb);
 }
 
 #[test]

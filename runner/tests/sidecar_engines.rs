@@ -4,12 +4,12 @@
 use std::process::Command;
 use std::time::Duration;
 
-use agentrank_runner::sidecar::{DatabaseAccess, Engine, POSTGRES_BIN_DIR, Sidecar, SidecarConfig};
+use agentrank_runner::sidecar::{DatabaseAccess, DbServer, POSTGRES_BIN_DIR, Sidecar, SidecarConfig};
 
 /// Runs `sql` as the attempt's own login (not the superuser) over TCP, like a server under test would.
 fn run_as_attempt(access: &DatabaseAccess, database: &str, sql: &str) -> Result<String, String> {
     let out = match access.engine {
-        Engine::Postgres => Command::new(format!("{POSTGRES_BIN_DIR}/psql"))
+        DbServer::Postgres => Command::new(format!("{POSTGRES_BIN_DIR}/psql"))
             .args([
                 "-X",
                 "-q",
@@ -32,7 +32,7 @@ fn run_as_attempt(access: &DatabaseAccess, database: &str, sql: &str) -> Result<
             ])
             .env("PGPASSWORD", &access.password)
             .output(),
-        Engine::MariaDb => Command::new("mariadb")
+        DbServer::MariaDb => Command::new("mariadb")
             .args(["--no-defaults", "--protocol=TCP", "-h", &access.host])
             .args([
                 "-P",
@@ -59,7 +59,7 @@ fn pid_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-fn exercise(engine: Engine) {
+fn exercise(engine: DbServer) {
     let sidecar = Sidecar::start(&SidecarConfig::new(engine)).expect("sidecar starts");
     let pid = sidecar.pid().expect("running");
     assert!(pid_alive(pid));
@@ -86,8 +86,8 @@ fn exercise(engine: Engine) {
     let cross = run_as_attempt(&a, "attempt_b", "SELECT 1");
     assert!(cross.is_err(), "user_a reached attempt_b: {cross:?}");
     let maint = match engine {
-        Engine::Postgres => "postgres",
-        Engine::MariaDb => "mysql",
+        DbServer::Postgres => "postgres",
+        DbServer::MariaDb => "mysql",
     };
     assert!(
         run_as_attempt(&a, maint, "SELECT 1").is_err(),
@@ -133,12 +133,12 @@ fn exercise(engine: Engine) {
 
 #[test]
 fn postgres_sidecar_isolates_attempt_databases() {
-    exercise(Engine::Postgres);
+    exercise(DbServer::Postgres);
 }
 
 #[test]
 fn mariadb_sidecar_isolates_attempt_databases() {
-    exercise(Engine::MariaDb);
+    exercise(DbServer::MariaDb);
 }
 
 /// The uid and gid of a system account, from `/etc/passwd`.
@@ -177,8 +177,8 @@ fn sidecars_started_together_keep_tmpdir_socket_and_pid_file_to_themselves() {
         std::os::unix::fs::chown(&canary, Some(uid), Some(gid)).expect("chown canary");
     }
     const EACH: usize = 3;
-    let engines: Vec<Engine> = (0..EACH)
-        .flat_map(|_| [Engine::MariaDb, Engine::Postgres])
+    let engines: Vec<DbServer> = (0..EACH)
+        .flat_map(|_| [DbServer::MariaDb, DbServer::Postgres])
         .collect();
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(engines.len()));
     let threads: Vec<_> = engines
@@ -196,10 +196,10 @@ fn sidecars_started_together_keep_tmpdir_socket_and_pid_file_to_themselves() {
                 let pid = sidecar.pid().expect("running");
                 // The server's own view of where it keeps things.
                 let facts = match engine {
-                    Engine::MariaDb => sidecar
+                    DbServer::MariaDb => sidecar
                         .run_sql("mysql", "SELECT @@tmpdir, @@socket, @@pid_file")
                         .expect("query"),
-                    Engine::Postgres => sidecar
+                    DbServer::Postgres => sidecar
                         .run_sql(
                             "postgres",
                             "SELECT current_setting('unix_socket_directories'), current_setting('external_pid_file')",
@@ -263,7 +263,7 @@ fn sidecars_started_together_keep_tmpdir_socket_and_pid_file_to_themselves() {
 
 #[test]
 fn postgres_template_copy_carries_the_dataset_to_the_attempt_owner() {
-    let sidecar = Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
+    let sidecar = Sidecar::start(&SidecarConfig::new(DbServer::Postgres)).expect("sidecar starts");
     sidecar
         .run_sql("postgres", "CREATE DATABASE seed_tmpl")
         .expect("template db");
@@ -285,7 +285,7 @@ fn postgres_template_copy_carries_the_dataset_to_the_attempt_owner() {
 
 #[test]
 fn dropping_a_sidecar_kills_its_process_group() {
-    let sidecar = Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
+    let sidecar = Sidecar::start(&SidecarConfig::new(DbServer::Postgres)).expect("sidecar starts");
     let pid = sidecar.pid().expect("running");
     let dir_marker = sidecar.socket_path();
     drop(sidecar);
@@ -300,7 +300,7 @@ fn killing_the_runner_kills_its_sidecars() {
     if std::env::var_os(CHILD_ENV).is_some() {
         // Child role: a stand-in runner holding a sidecar until it is killed.
         let sidecar =
-            Sidecar::start(&SidecarConfig::new(Engine::Postgres)).expect("sidecar starts");
+            Sidecar::start(&SidecarConfig::new(DbServer::Postgres)).expect("sidecar starts");
         println!(
             "PID {} DIR {}",
             sidecar.pid().expect("running"),

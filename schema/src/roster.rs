@@ -95,26 +95,9 @@ impl Registry {
     }
 }
 
-/// Database engines a database server can be attached to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    Postgres,
-    Mysql,
-    Duckdb,
-    Sqlite,
-}
-
-impl Engine {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Postgres => "postgres",
-            Engine::Mysql => "mysql",
-            Engine::Duckdb => "duckdb",
-            Engine::Sqlite => "sqlite",
-        }
-    }
-}
+/// Database engines a database server can be attached to: the same words as a task's database
+/// environment ([`crate::task::Engine`]), one type.
+pub use crate::task::Engine;
 
 /// How the runner reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -110,7 +110,7 @@ impl Databases {
 
     fn with<R>(
         &self,
-        engine: crate::sidecar::Engine,
+        engine: crate::sidecar::DbServer,
         f: impl FnOnce(&Sidecar) -> R,
     ) -> Result<R, crate::sidecar::SidecarError> {
         let mut map = self
@@ -366,7 +366,7 @@ mod tests {
         let dbs = Databases::new(dir.path().to_path_buf());
         std::thread::scope(|s| {
             s.spawn(|| {
-                dbs.with(crate::sidecar::Engine::Postgres, |pg| {
+                dbs.with(crate::sidecar::DbServer::Postgres, |pg| {
                     pg.run_sql("postgres", "SELECT 1").expect("first query")
                 })
                 .expect("start PostgreSQL");
@@ -375,7 +375,7 @@ mod tests {
         // The parent-death signal would have killed the server by now, had the worker spawned it.
         std::thread::sleep(Duration::from_millis(500));
         let out = dbs
-            .with(crate::sidecar::Engine::Postgres, |pg| {
+            .with(crate::sidecar::DbServer::Postgres, |pg| {
                 pg.run_sql("postgres", "SELECT 40 + 2")
             })
             .expect("sidecar still there")

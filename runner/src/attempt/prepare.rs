@@ -73,7 +73,7 @@ pub(super) struct AttemptDb {
     pub(super) link: Option<DatabaseLink>,
     pub(super) access: Option<crate::sidecar::DatabaseAccess>,
     /// The sidecar the database lives on; `None` for a file database (DuckDB).
-    pub(super) engine: Option<crate::sidecar::Engine>,
+    pub(super) engine: Option<crate::sidecar::DbServer>,
     /// A file database: the seeded file on the host (read back over after the attempt) and the name
     /// it gets in the server's home.
     pub(super) file: Option<(PathBuf, &'static str)>,
@@ -373,25 +373,25 @@ fn prepare_duckdb(
     })
 }
 
-fn sidecar_engine(e: agentrank_schema::roster::Engine) -> Option<crate::sidecar::Engine> {
+fn sidecar_engine(e: agentrank_schema::roster::Engine) -> Option<crate::sidecar::DbServer> {
     match e {
-        agentrank_schema::roster::Engine::Postgres => Some(crate::sidecar::Engine::Postgres),
-        agentrank_schema::roster::Engine::Mysql => Some(crate::sidecar::Engine::MariaDb),
+        agentrank_schema::roster::Engine::Postgres => Some(crate::sidecar::DbServer::Postgres),
+        agentrank_schema::roster::Engine::Mysql => Some(crate::sidecar::DbServer::MariaDb),
         _ => None,
     }
 }
 
-fn sql_engine(e: crate::sidecar::Engine) -> agentrank_schema::task::Engine {
+fn sql_engine(e: crate::sidecar::DbServer) -> agentrank_schema::task::Engine {
     match e {
-        crate::sidecar::Engine::Postgres => agentrank_schema::task::Engine::Postgres,
-        crate::sidecar::Engine::MariaDb => agentrank_schema::task::Engine::Mysql,
+        crate::sidecar::DbServer::Postgres => agentrank_schema::task::Engine::Postgres,
+        crate::sidecar::DbServer::MariaDb => agentrank_schema::task::Engine::Mysql,
     }
 }
 
 fn prepare_database(
     env: &AttemptEnv,
     attempt_id: &str,
-    engine: crate::sidecar::Engine,
+    engine: crate::sidecar::DbServer,
     db: &agentrank_schema::task::DatabaseEnvironment,
 ) -> Result<AttemptDb, DatabaseError> {
     let name = format!("ar_{}", &attempt_id[1..13]);

@@ -256,7 +256,7 @@ impl Target {
     /// directory, `mariadb` from `PATH`).
     pub fn for_access(access: &crate::sidecar::DatabaseAccess) -> Target {
         match access.engine {
-            crate::sidecar::Engine::Postgres => Target::Postgres {
+            crate::sidecar::DbServer::Postgres => Target::Postgres {
                 psql: Path::new(crate::sidecar::POSTGRES_BIN_DIR).join("psql"),
                 host: access.host.clone(),
                 port: access.port,
@@ -264,7 +264,7 @@ impl Target {
                 password: access.password.clone(),
                 database: access.database.clone(),
             },
-            crate::sidecar::Engine::MariaDb => Target::Mysql {
+            crate::sidecar::DbServer::MariaDb => Target::Mysql {
                 client: PathBuf::from("mariadb"),
                 host: access.host.clone(),
                 port: access.port,

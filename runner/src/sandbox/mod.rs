@@ -26,7 +26,7 @@ use agentrank_schema::fixture::{FixtureLog, FixtureSite};
 use agentrank_schema::records::FixtureHealthRecord;
 
 use crate::fixture_host::{FixtureHost, FixtureHostError};
-use crate::sidecar::Engine;
+use crate::sidecar::DbServer;
 
 /// The fixture host's address inside an attempt's network: `11.45.0.80`.
 ///
@@ -96,7 +96,7 @@ impl Default for Limits {
 /// A database the attempt's `db` name should lead to.
 #[derive(Debug, Clone, Copy)]
 pub struct DatabaseLink {
-    pub engine: Engine,
+    pub engine: DbServer,
     /// Where the runner reaches the sidecar (its TCP address on the host's loopback).
     pub upstream: SocketAddr,
 }
