@@ -23,6 +23,20 @@ fn bundle_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/local-model")
 }
 
+/// What the site is built from: the committed bundle and its analysis, written into `tmp` and read
+/// back as the site reads it.
+fn site_input(dir: &Path, analysis: &agentrank_analyze::Analysis, tmp: &Path) -> SiteInput {
+    let an_dir = tmp.join("analysis");
+    agentrank_analyze::write::write_all(analysis, &an_dir).expect("write analysis");
+    SiteInput {
+        bundle: load::load_bundle(dir).expect("load bundle"),
+        history: vec![],
+        analysis: load::load_analysis(&an_dir).expect("load analysis"),
+        content: content::builtin(),
+        base_url: None,
+    }
+}
+
 fn page(out: &site::SiteOutput, path: &str) -> String {
     String::from_utf8(
         out.files
@@ -270,15 +284,7 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
 
     // The site the demo publishes: the demo bundle beside it is history; this one is shown.
     let tmp = tempfile::tempdir().expect("tmp");
-    let an_dir = tmp.path().join("analysis");
-    agentrank_analyze::write::write_all(&analysis, &an_dir).expect("write analysis");
-    let site_input = SiteInput {
-        bundle: load::load_bundle(&dir).expect("load bundle"),
-        history: vec![],
-        analysis: load::load_analysis(&an_dir).expect("load analysis"),
-        content: content::builtin(),
-        base_url: None,
-    };
+    let site_input = site_input(&dir, &analysis, tmp.path());
     let out = site::build(&site_input, &HostFacts::default()).expect("the site builds");
     let home = text(&page(&out, "index.html"));
     assert!(
@@ -392,15 +398,7 @@ fn the_download_snippets_reproduce_the_committed_web_fetch_board() {
     )
     .expect("analyse");
     let tmp = tempfile::tempdir().expect("tmp");
-    let an_dir = tmp.path().join("analysis");
-    agentrank_analyze::write::write_all(&analysis, &an_dir).expect("write analysis");
-    let site_input = SiteInput {
-        bundle: load::load_bundle(&dir).expect("load bundle"),
-        history: vec![],
-        analysis: load::load_analysis(&an_dir).expect("load analysis"),
-        content: content::builtin(),
-        base_url: None,
-    };
+    let site_input = site_input(&dir, &analysis, tmp.path());
     let ix = agentrank_sitegen::pages::Index::new(&site_input);
     let sn = agentrank_sitegen::pages::snippets(&ix, "downloads.html", "web-fetch", AGENT);
     let published: Vec<(&str, f64)> = analysis
