@@ -4,7 +4,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use agentrank_runner::sidecar::{DatabaseAccess, DbServer, POSTGRES_BIN_DIR, Sidecar, SidecarConfig};
+use agentrank_runner::sidecar::{
+    DatabaseAccess, DbServer, POSTGRES_BIN_DIR, Sidecar, SidecarConfig,
+};
 
 /// Runs `sql` as the attempt's own login (not the superuser) over TCP, like a server under test would.
 fn run_as_attempt(access: &DatabaseAccess, database: &str, sql: &str) -> Result<String, String> {

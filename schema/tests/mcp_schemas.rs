@@ -47,14 +47,24 @@ fn every_pinned_schema_matches_its_recorded_sha256() {
     let source = std::fs::read_to_string(dir().join("SOURCE.md")).expect("schema/mcp/SOURCE.md");
     for (path, sha) in &sums {
         let bytes = std::fs::read(dir().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert_eq!(&sha256_hex(&bytes), sha, "schema/mcp/{path} changed without its hash");
-        assert!(source.contains(sha.as_str()), "SOURCE.md names {path}'s hash");
+        assert_eq!(
+            &sha256_hex(&bytes),
+            sha,
+            "schema/mcp/{path} changed without its hash"
+        );
+        assert!(
+            source.contains(sha.as_str()),
+            "SOURCE.md names {path}'s hash"
+        );
     }
     // Each directory under schema/mcp is a listed revision.
     for e in std::fs::read_dir(dir()).expect("schema/mcp").flatten() {
         if e.path().is_dir() {
             let name = e.file_name().to_string_lossy().into_owned();
-            assert!(REVISIONS.contains(&name.as_str()), "unlisted revision {name}");
+            assert!(
+                REVISIONS.contains(&name.as_str()),
+                "unlisted revision {name}"
+            );
         }
     }
 }
