@@ -35,6 +35,14 @@ pub fn rfc3339_from_unix_secs(secs: u64) -> String {
     )
 }
 
+/// The clock now, as `YYYY-MM-DDTHH:MM:SSZ` (the manifest's `created_at`, the model logs' headers).
+pub fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339_from_unix_secs(secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

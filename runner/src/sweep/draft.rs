@@ -43,13 +43,6 @@ pub(super) fn environment_fingerprint(backend: BackendKind) -> BTreeMap<String, 
     env
 }
 
-pub(super) fn rfc3339_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    agentrank_schema::time::rfc3339_from_unix_secs(secs)
-}
-
 /// Task-lint over `catalog` with the options `agentrank-run lint-tasks` uses, as the manifest records
 /// it (file names only: no host path reaches the bundle).
 pub fn task_lint_record(catalog: &Catalog) -> TaskLintRecord {
@@ -255,7 +248,7 @@ pub(super) fn draft_for(
     ManifestDraft {
         methodology_version: agentrank_schema::METHODOLOGY_VERSION.into(),
         bundle_id: sweep.bundle_id(),
-        created_at: rfc3339_now(),
+        created_at: agentrank_schema::time::rfc3339_now(),
         runner_version: env!("CARGO_PKG_VERSION").into(),
         runner_git_commit: git_commit(),
         plan_hash: plan.hash(),
@@ -320,7 +313,7 @@ pub(super) fn note_resume(staging: &Staging, plan: &Plan) -> Result<(), SweepErr
     );
     draft.notes.push(format!(
         "resumed {} with {staged} units staged, runner commit {}, environment {}",
-        rfc3339_now(),
+        agentrank_schema::time::rfc3339_now(),
         git_commit(),
         env.iter()
             .map(|(k, v)| format!("{k}={v}"))
