@@ -563,6 +563,32 @@ pub fn sweep_void(from_category: &str) -> GateResult {
     )
 }
 
+/// A pooled Completion: the mean over `tasks` of the headline pass rate of the countable runs on
+/// each task (PASS a pass; FAIL and timeouts failures; excluded classes not counted), tasks without a
+/// countable run left out of the mean; `None` when no task has one. The null baseline's Completions,
+/// before the budget (the runner) and in the analysis, and the reachability figures.
+pub fn pooled_completion<'a>(
+    runs: impl IntoIterator<Item = (&'a str, agentrank_schema::OutcomeClass)>,
+    tasks: &BTreeSet<String>,
+) -> Option<f64> {
+    let mut by_task: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+    for (task, outcome) in runs.into_iter().filter(|(t, _)| tasks.contains(*t)) {
+        if let Some(p) = outcome.headline_pass() {
+            let e = by_task.entry(task).or_default();
+            e.1 += 1;
+            e.0 += u32::from(p);
+        }
+    }
+    if by_task.is_empty() {
+        return None;
+    }
+    let sum: f64 = by_task
+        .values()
+        .map(|(p, n)| f64::from(*p) / f64::from(*n))
+        .sum();
+    Some(sum / by_task.len() as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

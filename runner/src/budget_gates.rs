@@ -20,6 +20,7 @@
 
 use crate::plan::{BUILTIN_AGENTS, is_null_model};
 use crate::sweep::{MAX_RERUNS, Specs, SweepError};
+use agentrank_gates::pooled_completion;
 use agentrank_gates::{MIN_SURFACE, NULL_RATIO, leak_gate, surface_gate};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::manifest::BudgetGateRecord;
@@ -60,30 +61,6 @@ fn final_attempt(
         }
     }
     Ok(last)
-}
-
-/// Mean over `tasks` of the pass rate of the countable attempts on each (tasks without one skipped);
-/// `None` when no task has a countable attempt.
-pub fn pooled_completion<'a>(
-    runs: impl IntoIterator<Item = (&'a str, agentrank_schema::OutcomeClass)>,
-    tasks: &BTreeSet<String>,
-) -> Option<f64> {
-    let mut by_task: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
-    for (task, outcome) in runs.into_iter().filter(|(t, _)| tasks.contains(*t)) {
-        if let Some(p) = outcome.headline_pass() {
-            let e = by_task.entry(task).or_default();
-            e.1 += 1;
-            e.0 += u32::from(p);
-        }
-    }
-    if by_task.is_empty() {
-        return None;
-    }
-    let sum: f64 = by_task
-        .values()
-        .map(|(p, n)| f64::from(*p) / f64::from(*n))
-        .sum();
-    Some(sum / by_task.len() as f64)
 }
 
 /// The gates' verdict for one (category, agent) from its staged controls and nulls. Pure apart from

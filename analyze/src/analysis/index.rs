@@ -118,31 +118,10 @@ pub(super) fn ids_of(attempts: &[&Attempt]) -> Vec<String> {
     v
 }
 
-/// Mean over `tasks` of the pooled pass rate of `attempts` (tasks without countable attempts skipped).
+/// Mean over `tasks` of the pooled pass rate of `attempts` (tasks without countable attempts skipped):
+/// the gates' [`agentrank_gates::pooled_completion`].
 pub(super) fn pooled_completion(attempts: &[&Attempt], tasks: &BTreeSet<String>) -> Option<f64> {
-    let mut by_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for a in attempts {
-        if !tasks.contains(&a.task) {
-            continue;
-        }
-        if let Some(p) = a.outcome.headline_pass() {
-            let e = by_task.entry(a.task.as_str()).or_default();
-            e.1 += 1;
-            if p {
-                e.0 += 1;
-            }
-        }
-    }
-    if by_task.is_empty() {
-        return None;
-    }
-    Some(
-        by_task
-            .values()
-            .map(|(k, n)| *k as f64 / *n as f64)
-            .sum::<f64>()
-            / by_task.len() as f64,
-    )
+    agentrank_gates::pooled_completion(attempts.iter().map(|a| (a.task.as_str(), a.outcome)), tasks)
 }
 
 /// The point Completion of one cell (as [`crate::bootstrap::point_completion`] of its design row): the mean over `core`
