@@ -592,12 +592,11 @@ fn gate_refusal(g: &an::GateRow) -> Refusal {
     }
 }
 
-/// Whether an analysis schema version (`MAJOR.MINOR`) is older than 1.2, which added
-/// `pair_differences.parquet`.
-fn older_than_1_2(version: &str) -> bool {
+/// Whether a `MAJOR.MINOR` schema version is older than `major.minor` (an unreadable part reads as 0).
+pub(crate) fn older_than(version: &str, major: u64, minor: u64) -> bool {
     let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) < (1, 2)
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    found < (major, minor)
 }
 
 /// Load the analysis of one bundle from its output directory.
@@ -619,7 +618,8 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
     let separation: Vec<an::SeparationRow> = read_table(dir)?;
     // Added in analysis schema 1.2: an older analysis has no paired differences, a newer one must.
     let pair_differences: Vec<an::PairDifferenceRow> =
-        if dir.join("pair_differences.parquet").is_file() || !older_than_1_2(&doc.schema_version) {
+        if dir.join("pair_differences.parquet").is_file() || !older_than(&doc.schema_version, 1, 2)
+        {
             read_table(dir)?
         } else {
             Vec::new()

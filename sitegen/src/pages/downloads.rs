@@ -37,7 +37,7 @@ pub fn snippets(ix: &Index<'_>, from: &str, category: &str, agent: &str) -> Snip
     let ag = agent.replace('\'', "''");
     // The scored attempts: by their `role` (schema 1.3); in an older bundle, which has no such column,
     // every attempt without a control row (the board's agent is never a built-in one).
-    let has_role = !older_than_1_3(&ix.bundle().meta.schema_version);
+    let has_role = !crate::load::older_than(&ix.bundle().meta.schema_version, 1, 3);
     let (s_sql, s_py, s_pl, s_pre) = if has_role {
         (
             "role = 'scored' AND class = 'core' AND NOT excluded",
@@ -167,11 +167,4 @@ pub fn downloads(
         }),
         path,
     }
-}
-
-/// Whether a bundle's schema version is older than 1.3 (no `role` column in `attempts`).
-fn older_than_1_3(version: &str) -> bool {
-    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) < (1, 3)
 }
