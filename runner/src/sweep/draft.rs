@@ -136,6 +136,10 @@ pub fn agent_config_record(
     if let Some(pin) = crate::agents::managed::agent_pin(roster_dir, config)
         .map_err(|e| AgentConfigError::roster(agent, e))?
     {
+        // A build for this processor records which processor features it was built for.
+        if let Some(features) = crate::agents::managed::build_cpu_features(&pin.server) {
+            record.insert("managed_model_cpu_features".into(), features.into());
+        }
         record.insert("managed_model".into(), serde_json::to_value(&pin)?);
     }
     if config.kind == agentrank_schema::roster::AgentKind::Codex {

@@ -23,6 +23,7 @@ report_file = model + ".report-id"
 reported = open(report_file).read().strip() if os.path.exists(report_file) else alias
 started = time.time()
 print(f"fake model server pid {os.getpid()} pgid {os.getpgid(0)} alias {alias}", flush=True)
+print(f"niceness {os.nice(0)} args {json.dumps(args)}", flush=True)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
