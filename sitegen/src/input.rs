@@ -76,6 +76,9 @@ pub struct AgentInput {
     pub settings: String,
     pub tool_output_limit: String,
     pub low_sample: bool,
+    /// For a model served on the sweep's machine (a managed model), how it was served: the server's
+    /// build, its pinned settings and its draft model, in words.
+    pub model_server: Option<String>,
 }
 
 /// A task of the catalog snapshot.

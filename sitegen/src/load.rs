@@ -166,7 +166,79 @@ fn agent_input(id: &str, v: &Value) -> AgentInput {
             .get("low_sample")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        model_server: model_server(v),
     }
+}
+
+/// How a managed model was served, from an agent configuration's `managed_model` pin (and, for a
+/// build made for the sweep's processor, `managed_model_cpu_features`), in one line.
+fn model_server(v: &Value) -> Option<String> {
+    let pin = v.get("managed_model")?;
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let num = |key: &str| pin.get(key).and_then(Value::as_i64);
+    let server = pin.get("server")?;
+    let flags: Vec<&str> = server
+        .get("cmake_flags")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let build = if flags.contains(&"-DGGML_NATIVE=ON") {
+        match v.get("managed_model_cpu_features").and_then(Value::as_str) {
+            Some(f) => format!("built for the sweep's processor ({f})"),
+            None => "built for the sweep's processor".to_string(),
+        }
+    } else {
+        let isa: Vec<&str> = flags
+            .iter()
+            .filter_map(|f| f.strip_prefix("-DGGML_")?.strip_suffix("=ON"))
+            .collect();
+        format!("portable build ({})", isa.join(", "))
+    };
+    let mut parts = vec![
+        format!(
+            "{} from {} {}, {build}",
+            text(server, "program"),
+            text(server, "package"),
+            text(server, "version")
+        ),
+        format!(
+            "context {}, {} slot(s), {} decode and {} prompt thread(s)",
+            num("context").unwrap_or(0),
+            num("slots").unwrap_or(0),
+            num("threads").unwrap_or(0),
+            num("threads_batch").unwrap_or(0)
+        ),
+    ];
+    if let Some(n) = num("nice").filter(|n| *n != 0) {
+        parts.push(format!("niceness {n}"));
+    }
+    if let Some(d) = pin.get("draft").filter(|d| !d.is_null()) {
+        let model = d.get("model").unwrap_or(&Value::Null);
+        let sha = text(model, "sha256");
+        parts.push(format!(
+            "speculative decoding with the draft model {} (sha256 {}…), {}–{} tokens per draft",
+            text(model, "file"),
+            &sha[..sha.len().min(12)],
+            d.get("draft_min").and_then(Value::as_i64).unwrap_or(0),
+            d.get("draft_max").and_then(Value::as_i64).unwrap_or(0)
+        ));
+    }
+    if let Some(extra) = pin
+        .get("server_flags")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    {
+        let words: Vec<&str> = extra.iter().filter_map(Value::as_str).collect();
+        parts.push(format!("server flags {}", words.join(" ")));
+    }
+    let model = pin.get("model").unwrap_or(&Value::Null);
+    let sha = text(model, "sha256");
+    parts.push(format!(
+        "model file {} (sha256 {}…)",
+        text(model, "file"),
+        &sha[..sha.len().min(12)]
+    ));
+    Some(parts.join("; "))
 }
 
 /// Category → (capability, class) pairs.
@@ -434,6 +506,7 @@ fn agent_inputs(
                 settings: "defaults".into(),
                 tool_output_limit: "the program's default".into(),
                 low_sample: false,
+                model_server: None,
             });
         }
     }
@@ -446,6 +519,7 @@ fn agent_inputs(
                 settings: "not recorded".into(),
                 tool_output_limit: "not recorded".into(),
                 low_sample: false,
+                model_server: None,
             });
         }
     }

@@ -338,6 +338,13 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
         board.contains("prompt"),
         "the board publishes the agent's settings"
     );
+    // How the model was served is on the board too: the pinned server build and settings.
+    assert!(
+        board.contains(
+            "Model server llama-server from llama-cpp-python 0.3.36, portable build (AVX2, FMA, F16C); context 32768, 1 slot(s), 1 decode and 2 prompt thread(s); model file qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (sha256 cc324af070c2…)"
+        ),
+        "the board names the model server: {board}"
+    );
 
     // Each cell page counts, per core task, what the analysis counted: the agent's null-baseline runs
     // against the server are listed apart and counted nowhere.

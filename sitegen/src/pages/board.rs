@@ -429,7 +429,7 @@ fn board_chart(
 /// The facts about the agent and the bundle shown above a board.
 fn agent_chips(ix: &Index<'_>, agent: &AgentInput) -> Vec<Chip> {
     let m = &ix.bundle().meta;
-    vec![
+    let mut chips = vec![
         Chip {
             label: "Agent".into(),
             value: visible(&agent.program),
@@ -450,6 +450,14 @@ fn agent_chips(ix: &Index<'_>, agent: &AgentInput) -> Vec<Chip> {
             label: "Tool-output limit".into(),
             value: visible(&agent.tool_output_limit),
         },
+    ];
+    if let Some(server) = &agent.model_server {
+        chips.push(Chip {
+            label: "Model server".into(),
+            value: visible(server),
+        });
+    }
+    chips.extend([
         Chip {
             label: "Methodology".into(),
             value: format!("v{}", visible(&m.methodology_version)),
@@ -474,5 +482,6 @@ fn agent_chips(ix: &Index<'_>, agent: &AgentInput) -> Vec<Chip> {
                 .map(|s| format!("{s} s"))
                 .unwrap_or_else(|| "not recorded".into()),
         },
-    ]
+    ]);
+    chips
 }
