@@ -117,7 +117,9 @@ pub fn aggregate(attempts: &[AttemptReport]) -> BTreeMap<String, ServerConforman
         let s = &mut entry.conf;
         s.attempts += 1;
         match &c.revision {
-            RevisionStatus::Checked { revision, .. } => *s.revisions.entry(*revision).or_default() += 1,
+            RevisionStatus::Checked { revision, .. } => {
+                *s.revisions.entry(*revision).or_default() += 1
+            }
             RevisionStatus::NotApplicable { reason } => {
                 *s.not_applicable.entry(reason.to_string()).or_default() += 1
             }
@@ -166,7 +168,7 @@ pub fn aggregate(attempts: &[AttemptReport]) -> BTreeMap<String, ServerConforman
                 )
                 .collect();
             // Stable sort: equal counts keep the key order of the map.
-            groups.sort_by(|a, b| b.count.cmp(&a.count));
+            groups.sort_by_key(|g| std::cmp::Reverse(g.count));
             conf.groups = groups;
             let mut kinds = BTreeSet::new();
             for r in conf.revisions.keys() {

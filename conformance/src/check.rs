@@ -196,26 +196,24 @@ pub fn check_tape_lines(lines: &[TapeLine]) -> AttemptConformance {
 }
 
 /// A wire message, parsed once.
-struct Wire<'a> {
+struct Wire {
     line: usize,
     side: Side,
     dir: Dir,
     value: Result<Value, String>,
-    _raw: &'a str,
 }
 
 /// Checks `(line number, message)` pairs in tape order.
 pub fn check_messages<'a>(
     messages: impl IntoIterator<Item = (usize, &'a MessageLine)>,
 ) -> AttemptConformance {
-    let wires: Vec<Wire<'a>> = messages
+    let wires: Vec<Wire> = messages
         .into_iter()
         .map(|(line, m)| Wire {
             line,
             side: Side::of(m.dir),
             dir: m.dir,
             value: serde_json::from_str(&m.raw).map_err(|e| e.to_string()),
-            _raw: &m.raw,
         })
         .collect();
     let status = negotiated(&wires);
@@ -271,7 +269,7 @@ pub fn check_messages<'a>(
 }
 
 /// The revision of the first answered `initialize` on the tape.
-fn negotiated(wires: &[Wire<'_>]) -> RevisionStatus {
+fn negotiated(wires: &[Wire]) -> RevisionStatus {
     let na = |reason| RevisionStatus::NotApplicable { reason };
     let Some((req_at, req)) = wires.iter().enumerate().find_map(|(i, w)| {
         let v = w.value.as_ref().ok()?;
@@ -351,7 +349,13 @@ impl<'c> MessageCheck<'c> {
 
     /// Validates `instance` (found at `prefix` in the message) against definition `name`. With
     /// `skip_under`, errors at or under that pointer are left to a more specific definition.
-    fn validate(&mut self, name: &'c str, instance: &Value, prefix: &str, skip_under: Option<&str>) {
+    fn validate(
+        &mut self,
+        name: &'c str,
+        instance: &Value,
+        prefix: &str,
+        skip_under: Option<&str>,
+    ) {
         self.definitions.push(name);
         let Some(validator) = self.catalog.validator(name) else {
             self.push(

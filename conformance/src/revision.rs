@@ -72,7 +72,9 @@ impl Revision {
     /// (draft-07), which the specification left open.
     pub(crate) fn default_tool_dialect(self) -> Dialect {
         match self {
-            Revision::V2024_11_05 | Revision::V2025_03_26 | Revision::V2025_06_18 => Dialect::Draft7,
+            Revision::V2024_11_05 | Revision::V2025_03_26 | Revision::V2025_06_18 => {
+                Dialect::Draft7
+            }
             Revision::V2025_11_25 | Revision::V2026_07_28 => Dialect::Draft202012,
         }
     }

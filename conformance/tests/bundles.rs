@@ -48,7 +48,12 @@ fn harness_violations(c: &BundleConformance) -> Vec<String> {
                 .violations
                 .iter()
                 .filter(|v| v.side == Side::Harness)
-                .map(move |v| format!("{} line {}: {} {} {}", a.attempt_id, v.line, v.definition, v.pointer, v.message))
+                .map(move |v| {
+                    format!(
+                        "{} line {}: {} {} {}",
+                        a.attempt_id, v.line, v.definition, v.pointer, v.message
+                    )
+                })
         })
         .collect()
 }
@@ -67,20 +72,40 @@ fn local_model_bundle_harness_messages_conform() {
         .collect();
     // Most attempts started their server and negotiated; each of those has its initialize exchange
     // and the tool list checked against their definitions.
-    assert!(checked.len() * 2 > c.attempts.len(), "{} of {} checked", checked.len(), c.attempts.len());
+    assert!(
+        checked.len() * 2 > c.attempts.len(),
+        "{} of {} checked",
+        checked.len(),
+        c.attempts.len()
+    );
     for a in &checked {
-        for d in ["InitializeRequest", "InitializeResult", "InitializedNotification", "ListToolsRequest", "ListToolsResult"] {
-            assert!(a.conformance.definitions.contains_key(d), "{}: no {d} checked", a.attempt_id);
+        for d in [
+            "InitializeRequest",
+            "InitializeResult",
+            "InitializedNotification",
+            "ListToolsRequest",
+            "ListToolsResult",
+        ] {
+            assert!(
+                a.conformance.definitions.contains_key(d),
+                "{}: no {d} checked",
+                a.attempt_id
+            );
         }
     }
     let harness = harness_violations(&c);
-    assert!(harness.is_empty(), "harness messages violate the schema:\n{}", harness.join("\n"));
+    assert!(
+        harness.is_empty(),
+        "harness messages violate the schema:\n{}",
+        harness.join("\n")
+    );
 }
 
 #[test]
 fn sample_bundle_harness_messages_conform() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let staging = Staging::create(&tmp.path().join("bundles"), &sample_draft("sample")).expect("staging");
+    let staging =
+        Staging::create(&tmp.path().join("bundles"), &sample_draft("sample")).expect("staging");
     stage_sample(&staging, "sample", 20).expect("stage the sample");
     let sealed = staging.seal(None).expect("seal the sample");
     let bundle = read_bundle(&sealed).expect("read the sample");
@@ -89,7 +114,10 @@ fn sample_bundle_harness_messages_conform() {
     assert_eq!(c.attempts.len(), 20);
     // The sample tapes hold a tools/call without an initialize exchange: nothing to check against.
     for a in &c.attempts {
-        assert!(matches!(a.conformance.revision, RevisionStatus::NotApplicable { .. }), "{a:?}");
+        assert!(
+            matches!(a.conformance.revision, RevisionStatus::NotApplicable { .. }),
+            "{a:?}"
+        );
     }
     assert!(harness_violations(&c).is_empty());
 }
