@@ -428,3 +428,72 @@ fn revision_2026_07_28_results_need_result_type() {
         ok.violations
     );
 }
+
+#[test]
+fn violations_are_grouped_per_server_by_definition_and_pointer_pattern() {
+    use agentrank_conformance::{AttemptReport, aggregate};
+    let rev = "2025-11-25";
+    // Two attempts of one server, each with a text content item lacking `text` at a different index.
+    let bad_call = |i: usize| {
+        let mut content = vec![json!({"type":"text","text":"ok"}); i];
+        content.push(json!({"type":"text"}));
+        check(vec![
+            handshake(rev),
+            call_tool(json!({ "content": content })),
+        ])
+    };
+    let reports = vec![
+        AttemptReport {
+            attempt_id: "a1".into(),
+            server_id: "s".into(),
+            conformance: bad_call(0),
+        },
+        AttemptReport {
+            attempt_id: "a2".into(),
+            server_id: "s".into(),
+            conformance: bad_call(2),
+        },
+        AttemptReport {
+            attempt_id: "a3".into(),
+            server_id: "s".into(),
+            conformance: check(vec![call_tool(json!({"content": []}))]),
+        },
+    ];
+    let servers = aggregate(&reports);
+    let s = &servers["s"];
+    assert_eq!(s.attempts, 3);
+    assert_eq!(s.revisions.get(&Revision::V2025_11_25), Some(&2));
+    assert_eq!(
+        s.not_applicable.get("no initialize request on the tape"),
+        Some(&1)
+    );
+    assert_eq!((s.checked.harness, s.checked.server), (6, 4));
+    assert_eq!((s.violating.harness, s.violating.server), (0, 2));
+    let call_groups: Vec<_> = s
+        .groups
+        .iter()
+        .filter(|g| g.definition == "CallToolResult")
+        .collect();
+    assert_eq!(call_groups.len(), 1, "{:?}", s.groups);
+    let g = call_groups[0];
+    assert_eq!(g.pointer, "/result/content/*");
+    assert_eq!(g.count, 2);
+    assert_eq!(g.side, Side::Server);
+    assert!(!g.messages.is_empty());
+    assert_eq!((g.example.attempt_id.as_str(), g.example.line), ("a1", 6));
+    assert_eq!(g.example.pointer, "/result/content/0");
+    // Seen kinds are not listed as never seen; kinds no tape showed are.
+    assert!(s.definitions_seen.contains_key("CallToolResult"));
+    assert!(
+        !s.definitions_never_seen
+            .contains(&"CallToolResult".to_string())
+    );
+    assert!(
+        s.definitions_never_seen
+            .contains(&"ListToolsResult".to_string())
+    );
+    assert!(
+        s.definitions_never_seen
+            .contains(&"PingRequest".to_string())
+    );
+}
