@@ -371,15 +371,10 @@ impl<'c> MessageCheck<'c> {
         if validator.is_valid(instance) {
             return;
         }
-        let errors: Vec<(String, String)> = validator
-            .iter_errors(instance)
-            .map(|e| {
-                (
-                    format!("{prefix}{}", e.instance_path()),
-                    e.masked_with("value").to_string(),
-                )
-            })
-            .collect();
+        let mut errors = Vec::new();
+        for e in validator.iter_errors(instance) {
+            explain(&e, prefix, &mut errors);
+        }
         for (pointer, message) in errors {
             if let Some(skip) = skip_under
                 && (pointer == skip || pointer.starts_with(&format!("{skip}/")))
@@ -483,18 +478,49 @@ impl<'c> MessageCheck<'c> {
                 continue;
             }
             let prefix = format!("/result/tools/{i}/inputSchema");
-            let errors: Vec<(String, String)> = meta
-                .iter_errors(schema)
-                .map(|e| {
-                    (
-                        format!("{prefix}{}", e.instance_path()),
-                        e.masked_with("value").to_string(),
-                    )
-                })
-                .collect();
+            let mut errors = Vec::new();
+            for e in meta.iter_errors(schema) {
+                explain(&e, &prefix, &mut errors);
+            }
             for (pointer, message) in errors {
                 self.push(dialect.definition(), pointer, message);
             }
         }
     }
+}
+
+/// `(pointer, message)` of one validation error. An `anyOf`/`oneOf` failure says only that no branch
+/// matched; when exactly one branch agrees with the value's `type` discriminator (a content item's
+/// `"type": "text"`, say), that branch's own errors are reported instead, which name the field at
+/// fault.
+fn explain(e: &jsonschema::ValidationError<'_>, prefix: &str, out: &mut Vec<(String, String)>) {
+    use jsonschema::error::ValidationErrorKind;
+    let branches = match e.kind() {
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            Some(context)
+        }
+        _ => None,
+    };
+    if let Some(branches) = branches {
+        let discriminator = format!("{}/type", e.instance_path());
+        let agreeing: Vec<&Vec<jsonschema::ValidationError<'static>>> = branches
+            .iter()
+            .filter(|errs| {
+                !errs.is_empty()
+                    && !errs
+                        .iter()
+                        .any(|b| b.instance_path().as_str() == discriminator)
+            })
+            .collect();
+        if let [only] = agreeing.as_slice() {
+            for b in only.iter() {
+                explain(b, prefix, out);
+            }
+            return;
+        }
+    }
+    out.push((
+        format!("{prefix}{}", e.instance_path()),
+        e.masked_with("value").to_string(),
+    ));
 }
