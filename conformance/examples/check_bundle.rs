@@ -4,7 +4,10 @@
 //! CPU time is the process's user + system time from `/proc/self/stat` (Linux, in clock ticks of
 //! 10 ms), so the figure is comparable with `/usr/bin/time` of the analysis of the same bundle.
 
-use agentrank_conformance::{check_bundle, read_mcp_tape, warm_up};
+use agentrank_conformance::{check_bundle, check_tape_text, read_mcp_tape, warm_up};
+
+/// Rounds of the in-memory measurements, so the 10 ms clock ticks do not dominate.
+const ROUNDS: usize = 10;
 use agentrank_schema::bundle::read_bundle;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -53,6 +56,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         n
     });
+    let texts: Vec<String> = bundle
+        .tables
+        .attempts
+        .iter()
+        .map(|a| read_mcp_tape(&bundle, &a.attempt_id))
+        .collect::<Result<_, _>>()?;
+    measure(&format!("parse the tape lines, {ROUNDS} rounds"), || {
+        for _ in 0..ROUNDS {
+            for t in &texts {
+                for l in t.lines() {
+                    std::hint::black_box(agentrank_schema::tape::TapeLine::parse(l).ok());
+                }
+            }
+        }
+    });
+    measure(
+        &format!("check the decompressed tapes, {ROUNDS} rounds"),
+        || {
+            for _ in 0..ROUNDS {
+                for t in &texts {
+                    std::hint::black_box(check_tape_text(t));
+                }
+            }
+        },
+    );
     let c = measure("check every mcp tape (reading included)", || {
         check_bundle(&bundle)
     })?;

@@ -174,8 +174,19 @@ pub fn check_tape_text(text: &str) -> AttemptConformance {
         if line.trim().is_empty() {
             continue;
         }
-        match TapeLine::parse(line) {
-            Ok(TapeLine::Message(m)) => messages.push((i + 1, m)),
+        // The same classification as `TapeLine::parse` (a line without `type` but with `dir` is a
+        // message; any other object is not), read straight into the fields a message has rather than
+        // through a `Value`: this parse is a third of the check's time.
+        match serde_json::from_str::<LineFields>(line) {
+            Ok(LineFields {
+                kind: None,
+                dir: Some(dir),
+                t,
+                raw,
+            }) => match (t, raw) {
+                (Some(t), Some(raw)) => messages.push((i + 1, MessageLine { t, dir, raw })),
+                _ => unreadable.push(i + 1),
+            },
             Ok(_) => {}
             Err(_) => unreadable.push(i + 1),
         }
@@ -183,6 +194,16 @@ pub fn check_tape_text(text: &str) -> AttemptConformance {
     let mut out = check_messages(messages.iter().map(|(n, m)| (*n, m)));
     out.unreadable_lines = unreadable;
     out
+}
+
+/// The fields of a tape line this check reads; the others are skipped.
+#[derive(serde::Deserialize)]
+struct LineFields {
+    #[serde(rename = "type")]
+    kind: Option<serde::de::IgnoredAny>,
+    dir: Option<Dir>,
+    t: Option<i64>,
+    raw: Option<String>,
 }
 
 /// Checks parsed tape lines, numbering them from 1 in order. This matches the tape's own line numbers
