@@ -72,12 +72,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     measure(
-        &format!("check the decompressed tapes, {ROUNDS} rounds"),
+        &format!("check the decompressed tapes one by one, {ROUNDS} rounds"),
         || {
             for _ in 0..ROUNDS {
                 for t in &texts {
                     std::hint::black_box(check_tape_text(t));
                 }
+            }
+        },
+    );
+    measure(
+        &format!("check the bundle (reading included, identical lines once), {ROUNDS} rounds"),
+        || {
+            for _ in 0..ROUNDS {
+                std::hint::black_box(check_bundle(&bundle).ok());
             }
         },
     );

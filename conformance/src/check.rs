@@ -168,6 +168,11 @@ impl AttemptConformance {
 /// Checks a decompressed mcp tape (JSONL text). Lines are numbered from 1 over the text, blank lines
 /// included, as the site numbers them; a line that does not parse is listed, not fatal.
 pub fn check_tape_text(text: &str) -> AttemptConformance {
+    check_tape_text_with(text, &mut Memo::default())
+}
+
+/// [`check_tape_text`], reusing what `memo` holds of lines seen on earlier tapes.
+pub(crate) fn check_tape_text_with(text: &str, memo: &mut Memo) -> AttemptConformance {
     let mut messages = Vec::new();
     let mut unreadable = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -191,7 +196,7 @@ pub fn check_tape_text(text: &str) -> AttemptConformance {
             Err(_) => unreadable.push(i + 1),
         }
     }
-    let mut out = check_messages(messages.iter().map(|(n, m)| (*n, m)));
+    let mut out = check_messages_with(messages.iter().map(|(n, m)| (*n, m)), memo);
     out.unreadable_lines = unreadable;
     out
 }
@@ -216,125 +221,256 @@ pub fn check_tape_lines(lines: &[TapeLine]) -> AttemptConformance {
     }))
 }
 
-/// A wire message, parsed once.
-struct Wire {
+/// What pairing and negotiation need to know of a message, read once per distinct line.
+#[derive(Debug, Clone, Default)]
+struct Shape {
+    /// Not JSON: the parser's message.
+    not_json: Option<String>,
+    /// Has a `method` member (a request or a notification).
+    has_method: bool,
+    /// The method, when it is a string.
+    method: Option<String>,
+    /// The `id`, as JSON text.
+    id: Option<String>,
+    has_result: bool,
+    has_error: bool,
+    /// `params.protocolVersion` of a request.
+    requested_version: Option<String>,
+    /// `result.protocolVersion` of a response, when it is a string.
+    answered_version: Option<String>,
+}
+
+impl Shape {
+    fn of(parsed: &Result<Value, String>) -> Shape {
+        let v = match parsed {
+            Err(e) => {
+                return Shape {
+                    not_json: Some(e.clone()),
+                    ..Shape::default()
+                };
+            }
+            Ok(v) => v,
+        };
+        let str_at = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+        Shape {
+            not_json: None,
+            has_method: v.get("method").is_some(),
+            method: str_at("/method"),
+            id: v.get("id").map(Value::to_string),
+            has_result: v.get("result").is_some(),
+            has_error: v.get("error").is_some(),
+            requested_version: str_at("/params/protocolVersion"),
+            answered_version: str_at("/result/protocolVersion"),
+        }
+    }
+}
+
+/// The checks of one message, as a pure function of its line, its direction, the revision and the
+/// method it answers: kept for identical lines, which are most of a bundle's (a server's
+/// `initialize` and `tools/list` answers repeat verbatim on every attempt).
+#[derive(Debug)]
+struct Outcome {
+    /// Violations with their line left 0.
+    found: Vec<Violation>,
+    dropped: u64,
+    generic: bool,
+    definitions: Vec<&'static str>,
+    input_schemas_unchecked: u64,
+}
+
+/// The context an [`Outcome`] depends on besides the line itself.
+type OutcomeContext = (Revision, bool, Option<String>);
+
+#[derive(Debug)]
+struct Known {
+    shape: Shape,
+    outcomes: Vec<(OutcomeContext, std::sync::Arc<Outcome>)>,
+}
+
+/// Lines seen before, with what was found of them; shared by the tapes of one bundle.
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    lines: HashMap<String, Known>,
+}
+
+/// A wire message of the tape.
+struct Wire<'a> {
     line: usize,
     side: Side,
-    dir: Dir,
-    value: Result<Value, String>,
+    sent_in: bool,
+    raw: &'a str,
+    shape: Shape,
+    /// The parsed line, when it was parsed for this tape (a line seen before is not).
+    value: Option<Result<Value, String>>,
 }
 
 /// Checks `(line number, message)` pairs in tape order.
 pub fn check_messages<'a>(
     messages: impl IntoIterator<Item = (usize, &'a MessageLine)>,
 ) -> AttemptConformance {
-    let wires: Vec<Wire> = messages
+    check_messages_with(messages, &mut Memo::default())
+}
+
+pub(crate) fn check_messages_with<'a>(
+    messages: impl IntoIterator<Item = (usize, &'a MessageLine)>,
+    memo: &mut Memo,
+) -> AttemptConformance {
+    let wires: Vec<Wire<'a>> = messages
         .into_iter()
-        .map(|(line, m)| Wire {
-            line,
-            side: Side::of(m.dir),
-            dir: m.dir,
-            value: serde_json::from_str(&m.raw).map_err(|e| e.to_string()),
+        .map(|(line, m)| {
+            let (shape, value) = match memo.lines.get(m.raw.as_str()) {
+                Some(k) => (k.shape.clone(), None),
+                None => {
+                    let parsed = serde_json::from_str::<Value>(&m.raw).map_err(|e| e.to_string());
+                    let shape = Shape::of(&parsed);
+                    memo.lines.insert(
+                        m.raw.clone(),
+                        Known {
+                            shape: shape.clone(),
+                            outcomes: Vec::new(),
+                        },
+                    );
+                    (shape, Some(parsed))
+                }
+            };
+            Wire {
+                line,
+                side: Side::of(m.dir),
+                sent_in: m.dir == Dir::In,
+                raw: &m.raw,
+                shape,
+                value,
+            }
         })
         .collect();
     let status = negotiated(&wires);
     let RevisionStatus::Checked { revision, .. } = &status else {
         return AttemptConformance::new(status);
     };
-    let catalog = match Catalog::get(*revision) {
+    let revision = *revision;
+    let catalog = match Catalog::get(revision) {
         Ok(c) => c,
         Err(_) => {
             return AttemptConformance::new(RevisionStatus::NotApplicable {
-                reason: NotApplicable::SchemaUnavailable {
-                    revision: *revision,
-                },
+                reason: NotApplicable::SchemaUnavailable { revision },
             });
         }
     };
     let mut out = AttemptConformance::new(status);
-    // Requests awaiting an answer: (direction they were sent in, id as JSON text) → method.
+    // Requests awaiting an answer: (sent client → server, id as JSON text) → method.
     let mut pending: HashMap<(bool, String), String> = HashMap::new();
-    for w in &wires {
-        let mut checker = MessageCheck {
-            catalog,
-            side: w.side,
-            line: w.line,
-            method: None,
-            found: Vec::new(),
-            dropped: 0,
-            generic: false,
-            definitions: Vec::new(),
-            input_schemas_unchecked: 0,
-        };
-        match &w.value {
-            Err(e) => {
-                checker.push("JSON", String::new(), format!("not JSON: {e}"));
+    for w in wires {
+        let mut answered = None;
+        if w.shape.not_json.is_none() {
+            if w.shape.has_method {
+                if let Some(id) = &w.shape.id {
+                    pending.insert(
+                        (w.sent_in, id.clone()),
+                        w.shape.method.clone().unwrap_or_default(),
+                    );
+                }
+            } else if let Some(id) = &w.shape.id {
+                answered = pending.remove(&(!w.sent_in, id.clone()));
             }
-            Ok(v) => checker.check(v, w.dir, &mut pending),
         }
+        let context: OutcomeContext = (revision, w.sent_in, answered.clone());
+        let known = memo
+            .lines
+            .get_mut(w.raw)
+            .and_then(|k| k.outcomes.iter().find(|(c, _)| *c == context))
+            .map(|(_, o)| o.clone());
+        let outcome = match known {
+            Some(o) => o,
+            None => {
+                let parsed = match w.value {
+                    Some(p) => p,
+                    None => serde_json::from_str::<Value>(w.raw).map_err(|e| e.to_string()),
+                };
+                let mut checker = MessageCheck {
+                    catalog,
+                    side: w.side,
+                    line: 0,
+                    method: None,
+                    found: Vec::new(),
+                    dropped: 0,
+                    generic: false,
+                    definitions: Vec::new(),
+                    input_schemas_unchecked: 0,
+                };
+                match &parsed {
+                    Err(e) => checker.push("JSON", String::new(), format!("not JSON: {e}")),
+                    Ok(v) => checker.check(v, answered),
+                }
+                let o = std::sync::Arc::new(Outcome {
+                    found: checker.found,
+                    dropped: checker.dropped,
+                    generic: checker.generic,
+                    definitions: checker.definitions,
+                    input_schemas_unchecked: checker.input_schemas_unchecked,
+                });
+                if let Some(k) = memo.lines.get_mut(w.raw) {
+                    k.outcomes.push((context, o.clone()));
+                }
+                o
+            }
+        };
         out.checked.bump(w.side);
-        if !checker.found.is_empty() {
+        if !outcome.found.is_empty() {
             out.violating.bump(w.side);
         }
-        if checker.generic {
+        if outcome.generic {
             out.generic_only.bump(w.side);
         }
-        for d in checker.definitions {
-            *out.definitions.entry(d.to_string()).or_default() += 1;
+        for d in &outcome.definitions {
+            *out.definitions.entry((*d).to_string()).or_default() += 1;
         }
-        out.input_schemas_unchecked += checker.input_schemas_unchecked;
-        out.violations_dropped += checker.dropped;
-        out.violations.extend(checker.found);
+        out.input_schemas_unchecked += outcome.input_schemas_unchecked;
+        out.violations_dropped += outcome.dropped;
+        out.violations
+            .extend(outcome.found.iter().map(|v| Violation {
+                line: w.line,
+                ..v.clone()
+            }));
     }
     out
 }
 
 /// The revision of the first answered `initialize` on the tape.
-fn negotiated(wires: &[Wire]) -> RevisionStatus {
+fn negotiated(wires: &[Wire<'_>]) -> RevisionStatus {
     let na = |reason| RevisionStatus::NotApplicable { reason };
-    let Some((req_at, req)) = wires.iter().enumerate().find_map(|(i, w)| {
-        let v = w.value.as_ref().ok()?;
-        (v.get("method").and_then(Value::as_str) == Some("initialize") && v.get("id").is_some())
-            .then_some((i, w))
+    let Some((req_at, req)) = wires.iter().enumerate().find(|(_, w)| {
+        w.shape.has_method
+            && w.shape.method.as_deref() == Some("initialize")
+            && w.shape.id.is_some()
     }) else {
         return na(NotApplicable::NoInitialize);
     };
-    let Ok(req_value) = &req.value else {
-        return na(NotApplicable::NoInitialize);
-    };
-    let id = req_value.get("id");
-    let answer = wires[req_at + 1..].iter().find_map(|w| {
-        let v = w.value.as_ref().ok()?;
-        (w.dir != req.dir
-            && v.get("method").is_none()
-            && v.get("id") == id
-            && (v.get("result").is_some() || v.get("error").is_some()))
-        .then_some(v)
+    let answer = wires[req_at + 1..].iter().find(|w| {
+        w.sent_in != req.sent_in
+            && w.shape.not_json.is_none()
+            && !w.shape.has_method
+            && w.shape.id == req.shape.id
+            && (w.shape.has_result || w.shape.has_error)
     });
     let Some(answer) = answer else {
         return na(NotApplicable::NoInitializeAnswer);
     };
-    let Some(result) = answer.get("result") else {
+    if !answer.shape.has_result {
         return na(NotApplicable::InitializeError);
-    };
-    let (version, source) = match result.get("protocolVersion").and_then(Value::as_str) {
-        Some(v) => (v, RevisionSource::ServerAnswer),
-        None => match req_value
-            .pointer("/params/protocolVersion")
-            .and_then(Value::as_str)
-        {
-            Some(v) => (v, RevisionSource::ClientRequest),
-            None => {
-                return na(NotApplicable::UnknownRevision {
-                    version: String::new(),
-                });
-            }
-        },
+    }
+    let (version, source) = match (&answer.shape.answered_version, &req.shape.requested_version) {
+        (Some(v), _) => (v, RevisionSource::ServerAnswer),
+        (None, Some(v)) => (v, RevisionSource::ClientRequest),
+        (None, None) => {
+            return na(NotApplicable::UnknownRevision {
+                version: String::new(),
+            });
+        }
     };
     match Revision::parse(version) {
         Some(revision) => RevisionStatus::Checked { revision, source },
         None => na(NotApplicable::UnknownRevision {
-            version: version.to_string(),
+            version: version.clone(),
         }),
     }
 }
@@ -406,7 +542,8 @@ impl<'c> MessageCheck<'c> {
         }
     }
 
-    fn check(&mut self, v: &Value, dir: Dir, pending: &mut HashMap<(bool, String), String>) {
+    /// `answered` is the method of the request a response answers (paired by the caller).
+    fn check(&mut self, v: &Value, answered: Option<String>) {
         let catalog = self.catalog;
         let Some(obj) = v.as_object() else {
             // A batch (2025-03-26) or something that is not a message at all.
@@ -414,13 +551,11 @@ impl<'c> MessageCheck<'c> {
             self.validate(GENERIC_MESSAGE, v, "", None);
             return;
         };
-        let sent_in = dir == Dir::In;
         if let Some(method) = obj.get("method") {
             let method = method.as_str().map(str::to_string);
             self.method = method.clone();
             let method = method.unwrap_or_default();
-            if let Some(id) = obj.get("id") {
-                pending.insert((sent_in, id.to_string()), method.clone());
+            if obj.contains_key("id") {
                 match catalog.request(&method) {
                     Some(def) => self.validate(def, v, "", None),
                     None => {
@@ -439,9 +574,6 @@ impl<'c> MessageCheck<'c> {
             }
             return;
         }
-        let answered = obj
-            .get("id")
-            .and_then(|id| pending.remove(&(!sent_in, id.to_string())));
         self.method = answered.clone();
         if obj.contains_key("error") {
             if answered.is_none() {
@@ -544,4 +676,67 @@ fn explain(e: &jsonschema::ValidationError<'_>, prefix: &str, out: &mut Vec<(Str
         format!("{prefix}{}", e.instance_path()),
         e.masked_with("value").to_string(),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tape(lines: &[(&str, &str)], blank_lines_first: usize) -> String {
+        let mut out =
+            String::from(r#"{"type":"meta","v":1,"plane":"mcp","attempt_id":"a","started_at":0}"#);
+        out.push('\n');
+        out.push_str(&"\n".repeat(blank_lines_first));
+        for (dir, raw) in lines {
+            let line = serde_json::json!({"t": 1, "dir": dir, "raw": raw});
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn a_memo_gives_each_tape_what_a_fresh_check_gives() {
+        let lines = [
+            (
+                "in",
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+            ),
+            (
+                "out",
+                r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s"}}}"#,
+            ),
+            (
+                "in",
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"q"}}"#,
+            ),
+            (
+                "out",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text"}]}}"#,
+            ),
+            // The same line, now answering nothing: checked again, in its own context.
+            (
+                "out",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text"}]}}"#,
+            ),
+        ];
+        let first = tape(&lines, 0);
+        let second = tape(&lines, 3);
+        let mut memo = Memo::default();
+        let a = check_tape_text_with(&first, &mut memo);
+        let b = check_tape_text_with(&second, &mut memo);
+        assert_eq!(a, check_tape_text(&first));
+        assert_eq!(b, check_tape_text(&second));
+        // serverInfo.version is missing, and the content item's text.
+        assert_eq!(
+            a.violations.iter().map(|v| v.line).collect::<Vec<_>>(),
+            vec![3, 5]
+        );
+        assert_eq!(
+            b.violations.iter().map(|v| v.line).collect::<Vec<_>>(),
+            vec![6, 8]
+        );
+        assert_eq!(a.generic_only.server, 1);
+        assert_eq!(b.generic_only.server, 1);
+    }
 }

@@ -77,12 +77,15 @@ pub fn read_mcp_tape(bundle: &LoadedBundle, attempt_id: &str) -> Result<String, 
 /// aggregates per server. Fails only when a tape cannot be read.
 pub fn check_bundle(bundle: &LoadedBundle) -> Result<BundleConformance, ConformanceError> {
     let mut attempts = Vec::with_capacity(bundle.tables.attempts.len());
+    // Identical lines (a server's answers to initialize and tools/list, our own requests) are parsed
+    // and validated once per bundle.
+    let mut memo = check::Memo::default();
     for a in &bundle.tables.attempts {
         let text = read_mcp_tape(bundle, &a.attempt_id)?;
         attempts.push(AttemptReport {
             attempt_id: a.attempt_id.clone(),
             server_id: a.server_id.clone(),
-            conformance: check_tape_text(&text),
+            conformance: check::check_tape_text_with(&text, &mut memo),
         });
     }
     let servers = aggregate(&attempts);
