@@ -2,7 +2,9 @@
 //! sample bundle the site's golden test seals. Our own messages (the harness side) must conform; the
 //! servers' figures are printed (`cargo test -p agentrank-conformance --test bundles -- --nocapture`).
 
-use agentrank_conformance::{BundleConformance, RevisionStatus, Side, check_bundle};
+use agentrank_conformance::{
+    BundleConformance, RevisionStatus, Side, check_bundle, check_tape_text, read_mcp_tape,
+};
 use agentrank_schema::bundle::{Staging, read_bundle};
 use agentrank_schema::sample::{sample_draft, stage_sample};
 use std::path::Path;
@@ -92,6 +94,12 @@ fn local_model_bundle_harness_messages_conform() {
                 a.attempt_id
             );
         }
+    }
+    // Lines met before are not checked again within a bundle; each attempt still gets what a check
+    // of its tape alone gives.
+    for a in &c.attempts {
+        let text = read_mcp_tape(&bundle, &a.attempt_id).expect("read tape");
+        assert_eq!(a.conformance, check_tape_text(&text), "{}", a.attempt_id);
     }
     let harness = harness_violations(&c);
     assert!(
