@@ -11,7 +11,7 @@
 //!
 //! **Run** ([`ManagedServer::start`]): refuses before loading when less memory is free than the pin
 //! needs (the machine guard: the message says how much is needed and how much is free), starts the
-//! server on loopback with one slot, in its own process group, with the parent-death signal set to
+//! server on loopback with the pin's slots, threads and niceness, in its own process group, with the parent-death signal set to
 //! SIGKILL (so a runner killed by SIGKILL or SIGINT leaves no server behind), waits for `/health`, and
 //! checks that the model id the server reports is the pinned one. Dropping the handle stops the server
 //! (SIGTERM to its group, then SIGKILL). The server's log is kept as a file.
@@ -37,9 +37,11 @@ pub struct ModelPin {
     pub id: String,
     /// MiB that must be free before the model is loaded.
     pub memory_mib: u64,
-    /// Context tokens of the server (`-c`).
+    /// Context tokens of each slot (the server runs `-c` context × slots).
     pub context: u32,
-    /// Server slots (`-np`); one, so consecutive requests reuse the cached prompt prefix.
+    /// Server slots (`-np`): each holds one conversation's cached prompt, so a worker's next request
+    /// reuses its own conversation and the next attempt on the same server reuses the tool
+    /// definitions; two workers on two slots do not evict each other's cache.
     pub slots: u32,
     /// Decode threads (`-t`) and prompt-processing threads (`-tb`).
     pub threads: u32,
@@ -845,7 +847,7 @@ impl ManagedServer {
             .arg(port.to_string())
             .args([
                 "-c",
-                &pin.context.to_string(),
+                &(u64::from(pin.context) * u64::from(pin.slots)).to_string(),
                 "-np",
                 &pin.slots.to_string(),
             ])
