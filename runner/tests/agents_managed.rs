@@ -564,6 +564,7 @@ fn the_pinned_niceness_draft_model_and_server_flags_reach_the_server() {
         after("-md"),
         dir.path().join("draft.gguf").display().to_string()
     );
+    assert_eq!(after("--spec-type"), "draft-simple");
     assert_eq!(after("--spec-draft-n-max"), "8");
     assert_eq!(after("--spec-draft-n-min"), "1");
     assert_eq!(after("-td"), "2");

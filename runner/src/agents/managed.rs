@@ -720,6 +720,9 @@ impl StartOptions {
 fn draft_flags(installed: &InstalledModel) -> Vec<String> {
     match (&installed.pin.draft, &installed.draft_file) {
         (Some(d), Some(file)) => vec![
+            // This llama.cpp drafts only when told which kind of speculation to run.
+            "--spec-type".into(),
+            "draft-simple".into(),
             "-md".into(),
             file.display().to_string(),
             "--spec-draft-n-max".into(),
