@@ -21,7 +21,9 @@ use agentrank_schema::bundle::{read_bundle, verify_bundle};
 use agentrank_schema::tape::{Dir, Plane, TapeLine};
 
 const AGENT: &str = "qwen-coder-local";
-/// Single-step tasks the model passed on this server in the committed local-model sweep's staging.
+/// Single-step tasks the pinned model passes on this server at the test's seed (20261206, the real-board
+/// sweep's; its calibration passed them). The model's replies are deterministic for one build and
+/// pin, so a change of the pin's build or settings can change them: re-check the tasks then.
 const TASKS: [&str; 3] = ["wf-heading", "wf-json-field", "wf-link-href"];
 
 fn tail(text: &str, n: usize) -> String {
@@ -80,7 +82,7 @@ fn the_local_model_runs_the_minimal_loop_through_a_real_server_in_the_sandbox() 
     std::fs::write(
         &sweep,
         format!(
-            "sweep_id = \"local-model-test\"\nseed = 20261201\nagents = [\"{AGENT}\"]\nattempts = \"single\"\nisolation = \"netns\"\nno_server_control = false\nnull_modes = false\nprobes = false\nconstruct_batches = 0\n\n[timeouts]\nmin_s = 600\nmax_s = 900\ncalibration_attempts = 0\n\n[[categories]]\ncategory = \"web-fetch\"\nservers = [\"mcp-server-fetch\"]\ntasks = {TASKS:?}\n"
+            "sweep_id = \"local-model-test\"\nseed = 20261206\nagents = [\"{AGENT}\"]\nattempts = \"single\"\nisolation = \"netns\"\nno_server_control = false\nnull_modes = false\nprobes = false\nconstruct_batches = 0\n\n[timeouts]\nmin_s = 600\nmax_s = 900\ncalibration_attempts = 0\n\n[[categories]]\ncategory = \"web-fetch\"\nservers = [\"mcp-server-fetch\"]\ntasks = {TASKS:?}\n"
         ),
     )
     .expect("sweep file");

@@ -228,8 +228,9 @@ fn test(args: &[String]) -> Result<()> {
     c.args(profile_args(args));
     env(&mut c);
     run(&mut c)?;
+    // Every test binary runs even after one fails, so one run reports every failure.
     let mut c = Command::new("cargo");
-    c.args(["test", "--workspace"]);
+    c.args(["test", "--workspace", "--no-fail-fast"]);
     c.args(args.iter().filter(|a| *a != "--no-clippy"));
     env(&mut c);
     run(&mut c)
