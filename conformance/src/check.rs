@@ -290,7 +290,9 @@ struct Known {
 /// Lines seen before, with what was found of them; shared by the tapes of one bundle.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    lines: HashMap<String, Known>,
+    /// Keyed by the raw line; hashed with foldhash, as SipHash over long tool results was a tenth of
+    /// a bundle's check.
+    lines: HashMap<String, Known, foldhash::fast::RandomState>,
 }
 
 /// A wire message of the tape.
