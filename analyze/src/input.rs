@@ -163,6 +163,9 @@ pub struct Input {
     /// Whether the gates that need controls are mandatory (bundles) or run only when their data is
     /// present (plain tables a reader filtered).
     pub strict_gates: bool,
+    /// Every checked mcp tape of a bundle (protocol conformance); `None` for plain tables, which have
+    /// no tapes.
+    pub conformance: Option<Vec<crate::conformance::CheckedAttempt>>,
 }
 
 /// Smoke tasks named by the task specification (§5), by category.

@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod bootstrap;
+pub mod conformance;
 mod dense;
 pub mod history;
 pub mod input;

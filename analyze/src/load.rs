@@ -396,6 +396,7 @@ pub fn attempts_from_table(t: &StringTable) -> Result<Input, LoadError> {
         attempts,
         smoke_tasks: default_smoke_tasks(),
         strict_gates: false,
+        conformance: None,
         ..Input::default()
     };
     input.low_sample_agents = input
@@ -478,8 +479,13 @@ pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
 
 /// Load one positional input: a bundle directory, or an attempts table.
 pub fn load_input(path: &Path) -> Result<Input, LoadError> {
+    load_input_checking(path, true)
+}
+
+/// [`load_input`], checking a bundle's tapes for protocol conformance only when `conformance` is set.
+pub fn load_input_checking(path: &Path, conformance: bool) -> Result<Input, LoadError> {
     if path.is_dir() {
-        return crate::load_bundle::load_bundle(path);
+        return crate::load_bundle::load_bundle_checking(path, conformance);
     }
     attempts_from_table(&read_table(path)?)
 }

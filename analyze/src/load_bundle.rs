@@ -381,14 +381,32 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
             budget_refusals,
         },
         strict_gates: true,
+        conformance: None,
     }
 }
 
-/// Load a sealed bundle directory.
+/// Load a sealed bundle directory, checking its tapes for protocol conformance.
 pub fn load_bundle(path: &Path) -> Result<Input, LoadError> {
+    load_bundle_checking(path, true)
+}
+
+/// Load a sealed bundle directory; its tapes are read for protocol conformance only when
+/// `conformance` is set.
+pub fn load_bundle_checking(path: &Path, conformance: bool) -> Result<Input, LoadError> {
     let b = read_bundle(path).map_err(|e| LoadError::Bundle {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    Ok(input_from_bundle(&b))
+    let mut input = input_from_bundle(&b);
+    if !conformance {
+        return Ok(input);
+    }
+    input.conformance =
+        Some(
+            crate::conformance::check_bundle(&b).map_err(|e| LoadError::Bundle {
+                path: path.display().to_string(),
+                message: format!("checking protocol conformance: {e}"),
+            })?,
+        );
+    Ok(input)
 }

@@ -48,6 +48,10 @@ struct Args {
     /// Worker threads for the bootstrap (default: all cores). Results do not depend on it.
     #[arg(long)]
     threads: Option<usize>,
+    /// Do not read the bundles' tapes for protocol conformance (no conformance tables are written;
+    /// the site then says "not checked").
+    #[arg(long)]
+    no_conformance: bool,
 }
 
 #[derive(Debug)]
@@ -66,7 +70,7 @@ fn run(args: Args) -> Result<(), Failure> {
     }
     let mut inputs = Vec::new();
     for p in &args.inputs {
-        let mut input = load::load_input(p)
+        let mut input = load::load_input_checking(p, !args.no_conformance)
             .with_context(|| format!("loading {}", p.display()))
             .map_err(Failure::BadInput)?;
         if input.kind == "attempts-table" {

@@ -115,6 +115,7 @@ pub fn generate(spec: &Spec) -> Input {
         reference_servers,
         smoke_tasks: default_smoke_tasks(),
         strict_gates: spec.controls,
+        conformance: None,
         ..Input::default()
     }
 }

@@ -64,6 +64,12 @@ pub fn write_all(analysis: &Analysis, dir: &Path) -> Result<(), WriteError> {
     write_table(dir, &analysis.separation, &meta)?;
     write_table(dir, &analysis.pair_differences, &meta)?;
     write_table(dir, &analysis.anomalies, &meta)?;
+    // Only when tapes were checked: a reader (and the site) reads no file as "not checked".
+    if let Some(c) = &analysis.conformance {
+        write_table(dir, &c.servers, &meta)?;
+        write_table(dir, &c.attempts, &meta)?;
+        write_table(dir, &c.violations, &meta)?;
+    }
     let path = dir.join("analysis.json");
     let mut bytes =
         serde_json::to_vec_pretty(&analysis.document).map_err(|e| WriteError::Encode {

@@ -120,6 +120,7 @@ fn input(out: &[Vec<Vec<Vec<bool>>>]) -> Input {
         attempts,
         smoke_tasks: default_smoke_tasks(),
         strict_gates: false,
+        conformance: None,
         ..Input::default()
     }
 }

@@ -14,8 +14,11 @@ use std::sync::Arc;
 /// Version of the analysis tables and `analysis.json`: `MAJOR.MINOR`.
 ///
 /// 1.2 added `pair_differences.parquet` ([`PairDifferenceRow`]); a 1.1 analysis has no such file and is
-/// read as having no paired differences.
-pub const ANALYSIS_SCHEMA_VERSION: &str = "1.2";
+/// read as having no paired differences. 1.3 added the protocol conformance tables
+/// (`conformance.parquet`, `conformance_attempts.parquet`, `conformance_violations.parquet`:
+/// [`ConformanceRow`], [`ConformanceAttemptRow`], [`ConformanceViolationRow`]); an older analysis has
+/// none and is read as not having checked conformance.
+pub const ANALYSIS_SCHEMA_VERSION: &str = "1.3";
 
 fn utf8(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Utf8, nullable)
@@ -28,6 +31,13 @@ fn i64_(name: &str, nullable: bool) -> Field {
 }
 fn bool_(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Boolean, nullable)
+}
+fn list_i64(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("element", DataType::Int64, false))),
+        false,
+    )
 }
 fn list_utf8(name: &str) -> Field {
     Field::new(
@@ -535,6 +545,170 @@ impl Table for AnomalyRow {
             i64_("history_points", false),
             bool_("flagged", false),
             utf8("detail", false),
+        ]
+    }
+}
+
+/// `conformance.parquet`: one server's protocol conformance over its attempts in one category: every
+/// message of their mcp tapes validated against the pinned schema of the revision the two sides
+/// negotiated (harness and server counted apart). Shown as an attribute, never scored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConformanceRow {
+    pub category: String,
+    pub server: String,
+    /// Attempts whose tapes were read (every role in which the real server answers: not the no-server,
+    /// no-tools and stubbed-empty controls).
+    pub attempts: i64,
+    /// Attempts checked against a revision's schema.
+    pub attempts_checked: i64,
+    /// Checked attempts by negotiated revision, as `revision=count`.
+    pub revisions: Vec<String>,
+    /// Attempts not checked, as `reason=count` (no initialize on the tape, an unknown revision, …).
+    pub not_applicable: Vec<String>,
+    /// Messages validated, sent by the harness (the runner and the tap).
+    pub harness_checked: i64,
+    /// Harness messages with at least one violation (our own defect; expected 0).
+    pub harness_violating: i64,
+    /// Messages validated, sent by the server.
+    pub server_checked: i64,
+    /// Server messages with at least one violation.
+    pub server_violating: i64,
+    /// Messages checked against the generic JSON-RPC envelope only (a method the revision does not
+    /// define, a response to no request on the tape), by sender.
+    pub harness_generic_only: i64,
+    pub server_generic_only: i64,
+    /// Violations (one message can break its definition in several places).
+    pub violations: i64,
+    /// The message definitions of the negotiated revisions that no tape of this server shows.
+    pub definitions_never_seen: Vec<String>,
+    /// Tools whose `inputSchema` names a JSON Schema dialect the check does not know.
+    pub input_schemas_unchecked: i64,
+    /// Tape lines that are not tape JSON.
+    pub unreadable_lines: i64,
+    pub attempt_ids: Vec<String>,
+}
+
+impl Table for ConformanceRow {
+    const NAME: &'static str = "conformance";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
+        vec![
+            utf8("category", false),
+            utf8("server", false),
+            i64_("attempts", false),
+            i64_("attempts_checked", false),
+            list_utf8("revisions"),
+            list_utf8("not_applicable"),
+            i64_("harness_checked", false),
+            i64_("harness_violating", false),
+            i64_("server_checked", false),
+            i64_("server_violating", false),
+            i64_("harness_generic_only", false),
+            i64_("server_generic_only", false),
+            i64_("violations", false),
+            list_utf8("definitions_never_seen"),
+            i64_("input_schemas_unchecked", false),
+            i64_("unreadable_lines", false),
+            list_utf8("attempt_ids"),
+        ]
+    }
+}
+
+/// `conformance_attempts.parquet`: one attempt's mcp tape, checked (the rows behind
+/// `conformance.parquet`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConformanceAttemptRow {
+    pub attempt_id: String,
+    pub category: String,
+    pub server: String,
+    /// The revision checked against; null when not applicable.
+    pub revision: Option<String>,
+    /// Where the revision came from: `server_answer`, or `client_request` when the server's answer to
+    /// `initialize` carried no string `protocolVersion`; null when not applicable.
+    pub revision_source: Option<String>,
+    /// Why the tape was not checked; null when it was.
+    pub not_applicable: Option<String>,
+    pub harness_checked: i64,
+    pub harness_violating: i64,
+    pub server_checked: i64,
+    pub server_violating: i64,
+    pub violations: i64,
+    /// The 1-based tape lines of the violating messages, ascending, without repeats.
+    pub violating_lines: Vec<i64>,
+}
+
+impl Table for ConformanceAttemptRow {
+    const NAME: &'static str = "conformance_attempts";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
+        vec![
+            utf8("attempt_id", false),
+            utf8("category", false),
+            utf8("server", false),
+            utf8("revision", true),
+            utf8("revision_source", true),
+            utf8("not_applicable", true),
+            i64_("harness_checked", false),
+            i64_("harness_violating", false),
+            i64_("server_checked", false),
+            i64_("server_violating", false),
+            i64_("violations", false),
+            list_i64("violating_lines"),
+        ]
+    }
+}
+
+/// `conformance_violations.parquet`: one server's violations of one kind — same sender, definition
+/// and JSON pointer (array indices written `*`) — with the validator's words and the first instance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConformanceViolationRow {
+    pub category: String,
+    pub server: String,
+    /// `server`, or `harness` (our own defect).
+    pub side: String,
+    /// The schema definition broken (`CallToolResult`, …), or for a tool's `inputSchema` the JSON
+    /// Schema dialect it was checked as a schema of.
+    pub definition: String,
+    pub pointer: String,
+    pub count: i64,
+    /// The distinct validator messages, sorted (at most 8).
+    pub messages: Vec<String>,
+    /// The first instance in attempt order: its attempt, 1-based mcp tape line and exact pointer.
+    pub example_attempt_id: String,
+    pub example_line: i64,
+    pub example_pointer: String,
+}
+
+impl Table for ConformanceViolationRow {
+    const NAME: &'static str = "conformance_violations";
+    const FORMAT: &'static TableFormat = &ANALYSIS_FORMAT;
+    /// Analysis rows keep the order the analysis derives them in (they are written with
+    /// [`crate::table::write_rows`], which does not sort).
+    fn sort_key(&self) -> String {
+        String::new()
+    }
+    fn fields() -> Vec<Field> {
+        vec![
+            utf8("category", false),
+            utf8("server", false),
+            utf8("side", false),
+            utf8("definition", false),
+            utf8("pointer", false),
+            i64_("count", false),
+            list_utf8("messages"),
+            utf8("example_attempt_id", false),
+            i64_("example_line", false),
+            utf8("example_pointer", false),
         ]
     }
 }

@@ -2,8 +2,9 @@
 //! change to the on-disk contract shows up here and must come with a schema version decision.
 
 use agentrank_schema::analysis::{
-    AgreementRow, AnomalyRow, AttributeRow, CellRow, CompletionRow, FirstTryRow, GateRow,
-    LatencyRow, PairDifferenceRow, SeparationRow,
+    AgreementRow, AnomalyRow, AttributeRow, CellRow, CompletionRow, ConformanceAttemptRow,
+    ConformanceRow, ConformanceViolationRow, FirstTryRow, GateRow, LatencyRow, PairDifferenceRow,
+    SeparationRow,
 };
 use agentrank_schema::manifest::Manifest;
 use agentrank_schema::records::{
@@ -61,6 +62,15 @@ fn analysis_arrow_schemas() {
     insta::assert_snapshot!("analysis_separation", d::<SeparationRow>());
     insta::assert_snapshot!("analysis_pair_differences", d::<PairDifferenceRow>());
     insta::assert_snapshot!("analysis_anomalies", d::<AnomalyRow>());
+    insta::assert_snapshot!("analysis_conformance", d::<ConformanceRow>());
+    insta::assert_snapshot!(
+        "analysis_conformance_attempts",
+        d::<ConformanceAttemptRow>()
+    );
+    insta::assert_snapshot!(
+        "analysis_conformance_violations",
+        d::<ConformanceViolationRow>()
+    );
 }
 
 #[test]

@@ -301,6 +301,20 @@ pub struct AnalysisInput {
     /// Gate counts as the analysis recorded them (`counts_json` parsed), by (category, agent, gate),
     /// for the evidence tables.
     pub gate_counts: Vec<GateCounts>,
+    /// Protocol conformance of the servers' wire tapes; `None` for an analysis older than schema 1.3,
+    /// which did not check it.
+    pub conformance: Option<ConformanceInput>,
+}
+
+/// Protocol conformance as the analysis recorded it.
+#[derive(Clone, Debug, Default)]
+pub struct ConformanceInput {
+    /// By server id.
+    pub servers: BTreeMap<String, agentrank_schema::analysis::ConformanceRow>,
+    /// By attempt id.
+    pub attempts: BTreeMap<String, agentrank_schema::analysis::ConformanceAttemptRow>,
+    /// In the analysis's order (per server, largest count first).
+    pub violations: Vec<agentrank_schema::analysis::ConformanceViolationRow>,
 }
 
 /// One gate's recorded counts, kept structured for the evidence tables.

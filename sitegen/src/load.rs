@@ -699,6 +699,23 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
             Vec::new()
         };
 
+    // Added in analysis schema 1.3, and written only when tapes were checked: no file reads as "not
+    // checked" (an older analysis, plain tables, or `--no-conformance`).
+    let conformance = if dir.join("conformance.parquet").is_file() {
+        let servers: Vec<an::ConformanceRow> = read_table(dir)?;
+        let attempts: Vec<an::ConformanceAttemptRow> = read_table(dir)?;
+        let violations: Vec<an::ConformanceViolationRow> = read_table(dir)?;
+        Some(ConformanceInput {
+            servers: servers.into_iter().map(|r| (r.server.clone(), r)).collect(),
+            attempts: attempts
+                .into_iter()
+                .map(|r| (r.attempt_id.clone(), r))
+                .collect(),
+            violations,
+        })
+    } else {
+        None
+    };
     let mut cells = headline_cells(&completion, &gates, &first_try, &attributes, &latency);
     cells.extend(baseline_cells(&doc));
     let category_refusals = gates
@@ -709,6 +726,7 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
     Ok(AnalysisInput {
         pairs: pair_comparisons(&pair_differences, &separation),
         gate_counts: gate_counts(&gates),
+        conformance,
         seed: u64::try_from(doc.method.seed).unwrap_or(0),
         resamples: u64::try_from(doc.method.resamples).unwrap_or(0),
         cells,

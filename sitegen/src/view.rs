@@ -79,6 +79,8 @@ pub struct BoardRow {
     pub latency: Link,
     pub safety: Link,
     pub protocol: Link,
+    /// Protocol conformance of the server's wire messages (all agents), linking to its server page.
+    pub conformance: Link,
     pub efficiency: Link,
     pub hallucinated: Link,
     pub recovery: Link,
@@ -237,6 +239,28 @@ pub struct ServerView {
     pub probes: Vec<ProbeRow>,
     pub history: Vec<HistoryRow>,
     pub homepage: Option<Link>,
+    pub conformance: ConformanceView,
+}
+
+/// A server's protocol conformance on its page.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ConformanceView {
+    /// One sentence: what was checked and what violates, or why nothing was checked.
+    pub summary: String,
+    pub figures: Vec<Chip>,
+    pub groups: Vec<ViolationView>,
+}
+
+/// One group of violations: same sender, definition and pointer.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ViolationView {
+    pub side: String,
+    pub definition: String,
+    pub pointer: String,
+    pub count: String,
+    pub messages: Vec<String>,
+    /// The first instance: its attempt page, at the tape line.
+    pub example: Link,
 }
 
 /// A task row on a server page: one result per agent.
@@ -326,6 +350,8 @@ pub struct VerifierNode {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct TimelineEvent {
     pub anchor: String,
+    /// `mcp-L<line>` on a wire line that breaks the protocol schema (the conformance links land here).
+    pub line_anchor: Option<String>,
     pub offset_ms: String,
     pub plane: String,
     pub dir: String,
@@ -369,6 +395,8 @@ pub struct AttemptView {
     pub tape_notes: Vec<String>,
     pub health: Vec<Chip>,
     pub private_set: bool,
+    /// The wire lines that break the protocol schema, each a link to its timeline entry.
+    pub conformance_lines: Vec<Link>,
 }
 
 /// An agreement page.

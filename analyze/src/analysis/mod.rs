@@ -63,6 +63,17 @@ pub struct Analysis {
     pub separation: Vec<SeparationRow>,
     pub pair_differences: Vec<PairDifferenceRow>,
     pub anomalies: Vec<AnomalyRow>,
+    /// Protocol conformance, when an analysed input's tapes were checked (bundles, unless the
+    /// operator left it out).
+    pub conformance: Option<ConformanceTables>,
+}
+
+/// The three conformance tables.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConformanceTables {
+    pub servers: Vec<ConformanceRow>,
+    pub attempts: Vec<ConformanceAttemptRow>,
+    pub violations: Vec<ConformanceViolationRow>,
 }
 
 /// Pre-registered agreement thresholds (§8.6).
@@ -238,6 +249,7 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
         separation: Vec::new(),
         pair_differences: Vec::new(),
         anomalies: Vec::new(),
+        conformance: None,
     };
     // The smoke gate voids the whole sweep of its input: find voided inputs first.
     let mut per_input_void: BTreeMap<usize, String> = BTreeMap::new();
@@ -281,6 +293,15 @@ pub fn analyze(inputs: &[Input], cfg: &Config) -> Result<Analysis, AnalysisError
         };
         let r = analyze_category(&c, void_from);
         results.push((category.clone(), r));
+        if let Some(checked) = &input.conformance {
+            let (servers, attempts, violations) = crate::conformance::rows(category, checked);
+            let t = out
+                .conformance
+                .get_or_insert_with(ConformanceTables::default);
+            t.servers.extend(servers);
+            t.attempts.extend(attempts);
+            t.violations.extend(violations);
+        }
     }
     for (category, r) in results {
         out.completion.extend(r.completion);

@@ -8,6 +8,7 @@ use crate::tapes::{self, Plane, Tape};
 use crate::text::{clip, visible};
 use crate::view::*;
 use agentrank_schema::records::AttemptRecord;
+use std::collections::BTreeSet;
 
 /// A tape prepared for publication: the site path, bytes to publish, decoded tape, and a note.
 #[derive(Clone, Debug)]
@@ -91,14 +92,21 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
 pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -> PageModel {
     let path = paths::attempt(&a.attempt_id);
     let (verifier, failing_node) = verifier_tree(ix, a);
+    let (violating_lines, conformance_lines) =
+        super::conformance::attempt_lines(ix, &path, &a.attempt_id);
     let TapeSection {
         timeline,
         links: tapes_links,
         notes: tape_notes,
-    } = tape_section(&path, a, published);
+    } = tape_section(&path, a, published, &violating_lines);
     let tool_calls = tool_call_rows(ix, a);
     let health = health_chips(ix, a);
-    let facts = attempt_facts(a);
+    let mut facts = attempt_facts(a);
+    if let Some(c) = super::conformance::attempt_fact(ix, &a.attempt_id) {
+        // Before the fault, which stays last.
+        let at = facts.len() - usize::from(a.fault_source.is_some());
+        facts.insert(at, c);
+    }
     let is_control = ix.control_attempts.contains(a.attempt_id.as_str());
     let cell_path = if is_control {
         paths::cell(&a.category, &a.agent_id, "")
@@ -182,6 +190,7 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
             tape_notes,
             health,
             private_set: a.task_set == "private",
+            conformance_lines,
         })),
         path,
     }
@@ -252,7 +261,13 @@ struct TapeSection {
     notes: Vec<String>,
 }
 
-fn tape_section(path: &str, a: &AttemptRecord, published: &[PublishedTape]) -> TapeSection {
+/// `violating` are the mcp tape lines that break the protocol schema: their events get an anchor.
+fn tape_section(
+    path: &str,
+    a: &AttemptRecord,
+    published: &[PublishedTape],
+    violating: &BTreeSet<usize>,
+) -> TapeSection {
     let wire = published.iter().find(|p| p.bundle_path == a.tape_mcp_path);
     let agent = published
         .iter()
@@ -269,6 +284,8 @@ fn tape_section(path: &str, a: &AttemptRecord, published: &[PublishedTape]) -> T
             let c = clip(&m.event.raw, PAYLOAD_DISPLAY_BYTES);
             TimelineEvent {
                 anchor: format!("ev-{i}"),
+                line_anchor: (m.event.plane == Plane::Wire && violating.contains(&m.event.line))
+                    .then(|| super::conformance::line_fragment(m.event.line as i64)),
                 offset_ms: format!("{:.1}", m.offset_ms),
                 plane: m.event.plane.name().into(),
                 dir: visible(&m.event.dir),

@@ -144,6 +144,12 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
                 count(&protocol, "could_not_check") + count(&protocol, "not_applicable")
             ),
         ),
+        conformance: anchor(
+            from,
+            &paths::server(&s.id),
+            "conformance",
+            super::conformance::board_text(ix, &s.id),
+        ),
         efficiency: ml("efficiency", opt_pct(c.efficiency)),
         hallucinated: ml("hallucinated", opt_pct(c.hallucinated_tool_rate)),
         recovery: ml("recovery", opt_pct(c.recovery_rate)),

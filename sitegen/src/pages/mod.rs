@@ -21,6 +21,7 @@ mod anomalies;
 mod attempt;
 mod board;
 mod cell;
+mod conformance;
 mod content;
 mod controls;
 mod downloads;

@@ -148,6 +148,7 @@ pub fn server(ix: &Index<'_>, s: &ServerInput) -> PageModel {
                     href: h.clone(),
                     text: visible(h),
                 }),
+            conformance: super::conformance::server_view(ix, &path, &s.id),
         })),
         path,
     }

@@ -895,6 +895,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
             flagged: true,
             detail: "Completion moved 5σ from its history".into(),
         }],
+        conformance: None,
     };
     let analysis_dir = root.join(format!("analysis-{}", spec.bundle_id));
     agentrank_analyze::write::write_all(&analysis, &analysis_dir).expect("write analysis");
