@@ -12,6 +12,12 @@
 //! FAIL, not a HARNESS_ERROR that leaves the board), a call to a tool the server lists is never
 //! reported as hallucinated, and every attempt records which resource limits took effect.
 //!
+//! And in the words of the protocol's schema: the modes that send well-formed but schema-invalid
+//! JSON-RPC (a `CallToolResult` without `content`, an `inputSchema` that is not an object schema, a
+//! numeric `protocolVersion`) are each reported by the analysis's conformance tables with the definition
+//! and pointer at fault and shown on their server pages linked to the tape line; the runner's and the
+//! tap's own messages never violate.
+//!
 //! Needs root for the sandbox (as every sweep test).
 #![allow(clippy::unwrap_used)]
 
@@ -377,6 +383,7 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
         construct: ConstructRegistration { max_batches: 0 },
     };
     let analysis = analyze(&[input], &cfg).unwrap();
+    each_schema_fault_is_reported_with_its_pointer(&analysis);
     let an_dir = base.join("analysis");
     agentrank_analyze::write::write_all(&analysis, &an_dir).unwrap();
     let site_input = SiteInput {
@@ -416,6 +423,24 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
                     && crash.contains("server fault: the server exited"),
                 "the crash server's page names its probe's fault"
             );
+            // The schema faults are on their server pages, each linked to its tape line.
+            let no_content = String::from_utf8_lossy(
+                &built.files[&agentrank_sitegen::paths::server("misbehaving-no-content")],
+            )
+            .into_owned();
+            let link = no_content
+                .split("href=\"")
+                .filter_map(|s| s.split_once('"').map(|(h, _)| h))
+                .find(|h| h.contains("#mcp-L"))
+                .expect("a violation linked to its tape line");
+            assert!(no_content.contains("CallToolResult"), "{link}");
+            let (attempt, line) = link.rsplit_once('#').unwrap();
+            let attempt = attempt.trim_start_matches("../");
+            let attempt_page = String::from_utf8_lossy(&built.files[attempt]).into_owned();
+            assert!(
+                attempt_page.contains(&format!("id=\"{line}\"")),
+                "{attempt} has the anchor {line}"
+            );
             let page =
                 String::from_utf8_lossy(&built.files[&agentrank_sitegen::paths::task(PRIVATE_ID)])
                     .into_owned();
@@ -441,6 +466,94 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
             );
         }
         Err(e) => panic!("the site does not build: {e}"),
+    }
+}
+
+/// Each schema-invalid mode is reported with the definition and pointer at fault; our own messages
+/// (the harness side) never violate; the well-behaved server conforms. Prints every server's figures.
+fn each_schema_fault_is_reported_with_its_pointer(analysis: &agentrank_analyze::Analysis) {
+    let c = analysis
+        .conformance
+        .as_ref()
+        .expect("a bundle's tapes are checked");
+    for r in &c.servers {
+        eprintln!(
+            "conformance {}: attempts {} checked {} {:?} n/a {:?}; harness {}/{}; server {}/{} \
+             (generic only {}); violations {}",
+            r.server,
+            r.attempts,
+            r.attempts_checked,
+            r.revisions,
+            r.not_applicable,
+            r.harness_violating,
+            r.harness_checked,
+            r.server_violating,
+            r.server_checked,
+            r.server_generic_only,
+            r.violations
+        );
+        assert_eq!(r.harness_violating, 0, "our own messages to {}", r.server);
+    }
+    for v in &c.violations {
+        eprintln!(
+            "  {} {} {} {} x{} {:?} e.g. {}:{}",
+            v.server,
+            v.side,
+            v.definition,
+            v.pointer,
+            v.count,
+            v.messages,
+            v.example_attempt_id,
+            v.example_line
+        );
+    }
+    let server = |id: &str| {
+        c.servers
+            .iter()
+            .find(|r| r.server == id)
+            .unwrap_or_else(|| panic!("no conformance row for {id}"))
+    };
+    let well = server("misbehaving-well-behaved");
+    assert!(
+        well.attempts_checked > 0 && well.server_checked > 0,
+        "{well:?}"
+    );
+    assert_eq!(well.server_violating, 0, "{well:?}");
+    for (mode, definition, pointer) in [
+        ("no-content", "CallToolResult", "/result"),
+        (
+            "string-schema",
+            "ListToolsResult",
+            "/result/tools/*/inputSchema/type",
+        ),
+        (
+            "numeric-version",
+            "InitializeResult",
+            "/result/protocolVersion",
+        ),
+    ] {
+        let id = format!("misbehaving-{mode}");
+        assert!(
+            server(&id).server_violating > 0,
+            "{mode}: {:?}",
+            server(&id)
+        );
+        let found = c.violations.iter().any(|v| {
+            v.server == id
+                && v.side == "server"
+                && v.definition == definition
+                && v.pointer == pointer
+                && !v.messages.is_empty()
+                && v.example_line > 0
+        });
+        assert!(
+            found,
+            "{mode}: no {definition} violation at {pointer}: {:?}",
+            c.violations
+                .iter()
+                .filter(|v| v.server == id)
+                .collect::<Vec<_>>()
+        );
     }
 }
 

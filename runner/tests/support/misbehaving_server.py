@@ -22,6 +22,9 @@ Modes (each misbehaves in exactly one way and is otherwise a correct MCP server)
   wrong-id          answers tools/call with an id 1000 higher than the request's
   huge              answers tools/call with a 100 MB text result
   stderr-flood      writes 40 MB to stderr before answering tools/call
+  no-content        answers tools/call with a result that has no `content` (schema-invalid JSON-RPC)
+  string-schema     lists `echo` with an `inputSchema` of type string, not an object schema
+  numeric-version   answers initialize with protocolVersion as a number (20251125), not a string
 """
 
 import json
@@ -78,6 +81,8 @@ def handle(msg):
         offered = params.get("protocolVersion", "")
         if MODE == "echo-version":
             version = offered
+        elif MODE == "numeric-version":
+            version = 20251125
         elif MODE == "old-version":
             version = "2024-11-05"
         else:
@@ -100,6 +105,8 @@ def handle(msg):
         elif MODE == "endless-pages":
             n = 0 if cursor is None else int(cursor.split("-")[1]) + 1
             answer(req_id, {"tools": [ECHO_TOOL] if n == 0 else [], "nextCursor": "page-%d" % n})
+        elif MODE == "string-schema":
+            answer(req_id, {"tools": [dict(ECHO_TOOL, inputSchema={"type": "string"})]})
         else:
             answer(req_id, {"tools": [ECHO_TOOL]})
     elif method == "tools/call":
@@ -130,6 +137,9 @@ def handle(msg):
                 send({"jsonrpc": "2.0", "method": "notifications/message",
                       "params": {"level": "info", "data": "flood %d" % i}})
             text = text + ("x" * (5 * 1024 * 1024))
+        if MODE == "no-content":
+            answer(req_id, {"isError": False, "text": text})
+            return
         answer(req_id, {"content": [{"type": "text", "text": text}], "isError": False})
     elif method == "ping":
         answer(req_id, {})
