@@ -281,6 +281,90 @@ pub fn budget_gate(agent: &str, r: &BudgetRefusal) -> GateResult {
     g
 }
 
+/// What the null-baseline gate can already say before an agent's scored attempts run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreBudgetVerdict {
+    /// Nothing yet: the scored attempts run, and the analysis reads the gate against the real
+    /// Completion.
+    Proceed,
+    /// The highest null reaches half of the best Completion there is (1.0): a KILL whatever the real
+    /// Completion turns out to be.
+    Kill,
+    /// A null had no countable attempt: the baseline cannot be read, and as with a KILL the scored
+    /// attempts do not run.
+    Indeterminate,
+}
+
+impl PreBudgetVerdict {
+    /// The verdict's word, as the manifest's `budget_gates` records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreBudgetVerdict::Proceed => "PROCEED",
+            PreBudgetVerdict::Kill => "KILL",
+            PreBudgetVerdict::Indeterminate => "INDETERMINATE",
+        }
+    }
+
+    /// Whether the scored attempts must not run.
+    pub fn refuses(self) -> bool {
+        self != PreBudgetVerdict::Proceed
+    }
+}
+
+/// The null-baseline gate before budget: its verdict, the reason word and a sentence for the reader.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreBudgetNull {
+    pub verdict: PreBudgetVerdict,
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+impl PreBudgetNull {
+    /// The gate that refused (`null_baseline`), or `None` when the scored attempts run.
+    pub fn refused_by(&self) -> Option<&'static str> {
+        self.verdict.refuses().then_some("null_baseline")
+    }
+}
+
+/// What the null baseline can already say before the real Completion exists, from the agent's null
+/// Completions by null model (`None`: no countable attempt) over `admitted` core tasks:
+/// INDETERMINATE when a null has no countable attempt, KILL when the highest null reaches half of the
+/// best Completion there is (1.0), otherwise PROCEED.
+pub fn pre_budget_null(nulls: &BTreeMap<String, Option<f64>>, admitted: usize) -> PreBudgetNull {
+    let missing: Vec<&str> = nulls
+        .iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let t_null = nulls.values().flatten().copied().fold(0.0_f64, f64::max);
+    if !missing.is_empty() {
+        PreBudgetNull {
+            verdict: PreBudgetVerdict::Indeterminate,
+            reason: "null_completion_missing",
+            detail: format!(
+                "The {} null had no countable attempt on the {admitted} admitted core tasks, so the baseline cannot be read; as with a failed baseline, the agent's scored attempts in this category do not run.",
+                missing.join(" and ")
+            ),
+        }
+    } else if t_null >= NULL_RATIO {
+        PreBudgetNull {
+            verdict: PreBudgetVerdict::Kill,
+            reason: "null_baseline_at_or_above_half_of_any_real",
+            detail: format!(
+                "A null model reached {t_null:.3}, at least half of the best Completion any real run could reach (1.0): the tasks were answerable without the server. The finding is about the task suite, not the server."
+            ),
+        }
+    } else {
+        PreBudgetNull {
+            verdict: PreBudgetVerdict::Proceed,
+            reason: "null_baseline_below_half_of_any_real",
+            detail: format!(
+                "T_null {t_null:.3} is below half of 1.0: the scored attempts run, and the analysis reads the gate against the real Completion."
+            ),
+        }
+    }
+}
+
 /// Null baseline per (category, agent): T_null = nearest-rank 95th percentile of the three null
 /// Completions (their maximum); KILL iff T_null ≥ 0.5 × real; INDETERMINATE if a null or the real value is
 /// missing, or the real one is 0.
@@ -587,6 +671,66 @@ pub fn pooled_completion<'a>(
         .map(|(p, n)| f64::from(*p) / f64::from(*n))
         .sum();
     Some(sum / by_task.len() as f64)
+}
+
+#[cfg(test)]
+mod pre_budget_tests {
+    use super::*;
+
+    fn nulls(values: [Option<f64>; 3]) -> BTreeMap<String, Option<f64>> {
+        ["no-tools", "random-args", "stubbed-empty"]
+            .iter()
+            .map(|k| k.to_string())
+            .zip(values)
+            .collect()
+    }
+
+    fn attempt(
+        task: &str,
+        outcome: agentrank_schema::OutcomeClass,
+    ) -> (&str, agentrank_schema::OutcomeClass) {
+        (task, outcome)
+    }
+
+    /// The pooled Completion is the mean of per-task pass rates over the tasks given; excluded classes
+    /// are not countable, and a task without a countable attempt is left out of the mean.
+    #[test]
+    fn pooled_completion_is_the_mean_of_task_rates() {
+        use agentrank_schema::OutcomeClass::{Fail, HarnessError, Pass};
+        let tasks: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let runs = vec![
+            attempt("a", Pass),
+            attempt("a", Fail),
+            attempt("b", Pass),
+            attempt("c", HarnessError),
+            attempt("z", Pass),
+        ];
+        // a: 1/2, b: 1/1, c: none → (0.5 + 1.0) / 2.
+        assert_eq!(pooled_completion(runs, &tasks), Some(0.75));
+        assert_eq!(
+            pooled_completion([attempt("c", HarnessError)], &tasks),
+            None
+        );
+    }
+
+    /// Before the scored attempts: a missing null halts (INDETERMINATE), a null at half of the best
+    /// possible Completion kills, anything lower waits for the real value.
+    #[test]
+    fn the_null_baseline_decides_before_budget_only_when_it_can() {
+        let v = pre_budget_null(&nulls([Some(0.0), None, Some(0.1)]), 9);
+        assert_eq!(v.verdict, PreBudgetVerdict::Indeterminate);
+        assert_eq!(v.refused_by(), Some("null_baseline"));
+        assert!(v.detail.contains("random-args"), "{}", v.detail);
+        let v = pre_budget_null(&nulls([Some(0.0), Some(0.5), Some(0.1)]), 9);
+        assert_eq!(
+            (v.refused_by(), v.verdict.as_str()),
+            (Some("null_baseline"), "KILL")
+        );
+        assert!(v.detail.contains("0.500"), "{}", v.detail);
+        let v = pre_budget_null(&nulls([Some(0.0), Some(0.49), Some(0.3)]), 9);
+        assert_eq!((v.refused_by(), v.verdict.as_str()), (None, "PROCEED"));
+        assert_eq!(v.reason, "null_baseline_below_half_of_any_real");
+    }
 }
 
 #[cfg(test)]

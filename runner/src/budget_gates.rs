@@ -14,6 +14,9 @@
 //!    one turns out to be), and a null with no countable attempt (INDETERMINATE, which stops the scored
 //!    attempts as a KILL does). Otherwise the scored attempts run, and the analysis reads the gate with the real value.
 //!
+//! The verdicts are the gates crate's ([`agentrank_gates::surface_gate`], [`pre_budget_null`]); this
+//! file only gathers the staged runs they read and records what they say.
+//!
 //! A refusing gate stops the agent's scored attempts (and its safety probes) in that category; the
 //! manifest records every check ([`BudgetGateRecord`]) with the slots it skipped, and the analysis puts
 //! the refusal in the number's place on the agent's cells.
@@ -21,7 +24,7 @@
 use crate::plan::{BUILTIN_AGENTS, is_null_model};
 use crate::sweep::{MAX_RERUNS, Specs, SweepError};
 use agentrank_gates::pooled_completion;
-use agentrank_gates::{MIN_SURFACE, NULL_RATIO, leak_gate, surface_gate};
+use agentrank_gates::{MIN_SURFACE, leak_gate, pre_budget_null, surface_gate};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::manifest::BudgetGateRecord;
 use agentrank_schema::records::AttemptRecord;
@@ -159,57 +162,12 @@ fn check_one(
         ("stubbed-empty".to_string(), stubbed),
         ("random-args".to_string(), random),
     ]);
-    let (refused_by, verdict, reason, detail) = null_verdict(&record.nulls, admitted.len());
-    record.refused_by = refused_by.map(str::to_string);
-    record.verdict = verdict.to_string();
-    record.reason = reason.to_string();
-    record.detail = detail;
+    let null = pre_budget_null(&record.nulls, admitted.len());
+    record.refused_by = null.refused_by().map(str::to_string);
+    record.verdict = null.verdict.as_str().to_string();
+    record.reason = null.reason.to_string();
+    record.detail = null.detail;
     Ok(record)
-}
-
-/// What the null baseline can already say before the real Completion exists: INDETERMINATE when a
-/// null has no countable attempt, KILL when the highest null reaches half of the best Completion there
-/// is (1.0), otherwise nothing yet (PROCEED: the analysis reads the gate against the real value).
-/// Returns (refusing gate, verdict, reason, detail). Pure.
-pub fn null_verdict(
-    nulls: &BTreeMap<String, Option<f64>>,
-    admitted: usize,
-) -> (Option<&'static str>, &'static str, &'static str, String) {
-    let missing: Vec<&str> = nulls
-        .iter()
-        .filter(|(_, v)| v.is_none())
-        .map(|(k, _)| k.as_str())
-        .collect();
-    let t_null = nulls.values().flatten().copied().fold(0.0_f64, f64::max);
-    if !missing.is_empty() {
-        (
-            Some("null_baseline"),
-            "INDETERMINATE",
-            "null_completion_missing",
-            format!(
-                "The {} null had no countable attempt on the {admitted} admitted core tasks, so the baseline cannot be read; as with a failed baseline, the agent's scored attempts in this category do not run.",
-                missing.join(" and ")
-            ),
-        )
-    } else if t_null >= NULL_RATIO {
-        (
-            Some("null_baseline"),
-            "KILL",
-            "null_baseline_at_or_above_half_of_any_real",
-            format!(
-                "A null model reached {t_null:.3}, at least half of the best Completion any real run could reach (1.0): the tasks were answerable without the server. The finding is about the task suite, not the server."
-            ),
-        )
-    } else {
-        (
-            None,
-            "PROCEED",
-            "null_baseline_below_half_of_any_real",
-            format!(
-                "T_null {t_null:.3} is below half of 1.0: the scored attempts run, and the analysis reads the gate against the real Completion."
-            ),
-        )
-    }
 }
 
 /// Checks the gates of every (category, agent under test) from what is staged, records them in the
@@ -283,56 +241,6 @@ pub fn check_budget_gates(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn attempt(
-        task: &str,
-        outcome: agentrank_schema::OutcomeClass,
-    ) -> (&str, agentrank_schema::OutcomeClass) {
-        (task, outcome)
-    }
-
-    /// The pooled Completion is the mean of per-task pass rates over the tasks given; excluded classes
-    /// are not countable, and a task without a countable attempt is left out of the mean.
-    #[test]
-    fn pooled_completion_is_the_mean_of_task_rates() {
-        use agentrank_schema::OutcomeClass::{Fail, HarnessError, Pass};
-        let tasks: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let runs = vec![
-            attempt("a", Pass),
-            attempt("a", Fail),
-            attempt("b", Pass),
-            attempt("c", HarnessError),
-            attempt("z", Pass),
-        ];
-        // a: 1/2, b: 1/1, c: none → (0.5 + 1.0) / 2.
-        assert_eq!(pooled_completion(runs, &tasks), Some(0.75));
-        assert_eq!(
-            pooled_completion([attempt("c", HarnessError)], &tasks),
-            None
-        );
-    }
-
-    fn nulls(values: [Option<f64>; 3]) -> BTreeMap<String, Option<f64>> {
-        ["no-tools", "random-args", "stubbed-empty"]
-            .iter()
-            .map(|k| k.to_string())
-            .zip(values)
-            .collect()
-    }
-
-    /// Before the scored attempts: a missing null halts (INDETERMINATE), a null at half of the best
-    /// possible Completion kills, anything lower waits for the real value.
-    #[test]
-    fn the_null_baseline_decides_before_budget_only_when_it_can() {
-        let (gate, verdict, _, detail) = null_verdict(&nulls([Some(0.0), None, Some(0.1)]), 9);
-        assert_eq!((gate, verdict), (Some("null_baseline"), "INDETERMINATE"));
-        assert!(detail.contains("random-args"), "{detail}");
-        let (gate, verdict, _, detail) = null_verdict(&nulls([Some(0.0), Some(0.5), Some(0.1)]), 9);
-        assert_eq!((gate, verdict), (Some("null_baseline"), "KILL"));
-        assert!(detail.contains("0.500"), "{detail}");
-        let (gate, verdict, _, _) = null_verdict(&nulls([Some(0.0), Some(0.49), Some(0.3)]), 9);
-        assert_eq!((gate, verdict), (None, "PROCEED"));
-    }
 
     #[test]
     fn gate_slots_are_controls_nulls_and_builtin_null_runs() {
