@@ -539,62 +539,91 @@ impl std::fmt::Display for Problem {
 /// matching, the manifest readable and consistent with the tables, every table's schema, and every
 /// attempt's tapes present with the hashes its row records. Returns every problem found (empty = intact).
 pub fn verify_bundle(dir: &Path) -> Result<Vec<Problem>, BundleError> {
-    let mut problems = Vec::new();
-    let mut problem = |file: &str, message: String| {
-        problems.push(Problem {
+    let mut problems = Problems::default();
+    let present: BTreeSet<String> = list_files(dir)?.into_iter().collect();
+    let listed = read_sums(dir, &mut problems);
+    check_sums_cover_the_files(dir, &present, &listed, &mut problems)?;
+    let Some(manifest) = read_manifest(dir, &mut problems) else {
+        return Ok(problems.0);
+    };
+    check_tables(dir, &manifest, &mut problems);
+    check_tapes(dir, &mut problems);
+    Ok(problems.0)
+}
+
+/// The problems [`verify_bundle`] found, in the order of its steps.
+#[derive(Default)]
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn add(&mut self, file: &str, message: String) {
+        self.0.push(Problem {
             file: file.to_string(),
             message,
-        })
-    };
-    let present: BTreeSet<String> = list_files(dir)?.into_iter().collect();
-
-    // 1. SHA256SUMS: canonical form, coverage, hashes.
-    let sums_path = dir.join(SHA256SUMS);
-    let mut listed: BTreeMap<String, String> = BTreeMap::new();
-    match fs::read_to_string(&sums_path) {
-        Err(e) => problem(SHA256SUMS, format!("cannot be read: {e}")),
-        Ok(text) => {
-            let mut prev: Option<String> = None;
-            for (i, line) in text.lines().enumerate() {
-                let parsed = line.split_once("  ").filter(|(h, p)| {
-                    h.len() == 64
-                        && h.bytes()
-                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-                        && !p.is_empty()
-                });
-                let Some((hash, path)) = parsed else {
-                    problem(
-                        SHA256SUMS,
-                        format!(
-                            "line {} is not `<64 lower-case hex digits>  <path>`: {line:?}",
-                            i + 1
-                        ),
-                    );
-                    continue;
-                };
-                if prev.as_deref().is_some_and(|p| p >= path) {
-                    problem(
-                        SHA256SUMS,
-                        format!(
-                            "line {} ({path}) is out of order or repeated; the file has been edited",
-                            i + 1
-                        ),
-                    );
-                }
-                prev = Some(path.to_string());
-                listed.insert(path.to_string(), hash.to_string());
-            }
-            if !text.is_empty() && !text.ends_with('\n') {
-                problem(
-                    SHA256SUMS,
-                    "does not end with a newline; the file has been edited".into(),
-                );
-            }
-        }
+        });
     }
-    for (path, hash) in &listed {
+}
+
+/// Step 1: `SHA256SUMS` in its canonical form (`<64 lower-case hex>  <path>` lines, sorted, no
+/// repeats, a final newline); returns the hash listed per path.
+fn read_sums(dir: &Path, problems: &mut Problems) -> BTreeMap<String, String> {
+    let mut listed: BTreeMap<String, String> = BTreeMap::new();
+    let text = match fs::read_to_string(dir.join(SHA256SUMS)) {
+        Ok(text) => text,
+        Err(e) => {
+            problems.add(SHA256SUMS, format!("cannot be read: {e}"));
+            return listed;
+        }
+    };
+    let mut prev: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let parsed = line.split_once("  ").filter(|(h, p)| {
+            h.len() == 64
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && !p.is_empty()
+        });
+        let Some((hash, path)) = parsed else {
+            problems.add(
+                SHA256SUMS,
+                format!(
+                    "line {} is not `<64 lower-case hex digits>  <path>`: {line:?}",
+                    i + 1
+                ),
+            );
+            continue;
+        };
+        if prev.as_deref().is_some_and(|p| p >= path) {
+            problems.add(
+                SHA256SUMS,
+                format!(
+                    "line {} ({path}) is out of order or repeated; the file has been edited",
+                    i + 1
+                ),
+            );
+        }
+        prev = Some(path.to_string());
+        listed.insert(path.to_string(), hash.to_string());
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        problems.add(
+            SHA256SUMS,
+            "does not end with a newline; the file has been edited".into(),
+        );
+    }
+    listed
+}
+
+/// Step 1, continued: every listed file is there with its hash, and every file is listed.
+fn check_sums_cover_the_files(
+    dir: &Path,
+    present: &BTreeSet<String>,
+    listed: &BTreeMap<String, String>,
+    problems: &mut Problems,
+) -> Result<(), BundleError> {
+    for (path, hash) in listed {
         if !present.contains(path) {
-            problem(
+            problems.add(
                 path,
                 "listed in SHA256SUMS but missing from the bundle".into(),
             );
@@ -603,62 +632,69 @@ pub fn verify_bundle(dir: &Path) -> Result<Vec<Problem>, BundleError> {
         let bytes = fs::read(dir.join(path)).map_err(io_err(&dir.join(path)))?;
         let found = sha256_hex(&bytes);
         if &found != hash {
-            problem(
+            problems.add(
                 path,
                 format!("content changed: SHA-256 is {found}, SHA256SUMS records {hash}"),
             );
         }
     }
-    for path in &present {
+    for path in present {
         if path != SHA256SUMS && !listed.contains_key(path) {
-            problem(
+            problems.add(
                 path,
                 "not listed in SHA256SUMS: a file was added to the bundle".into(),
             );
         }
     }
+    Ok(())
+}
 
-    // 2. Manifest.
-    let manifest_bytes = match fs::read(dir.join(MANIFEST)) {
+/// Step 2: the manifest parses, its schema version is readable, and it lists every table. `None`
+/// when the later steps cannot run.
+fn read_manifest(dir: &Path, problems: &mut Problems) -> Option<Manifest> {
+    let bytes = match fs::read(dir.join(MANIFEST)) {
         Ok(b) => b,
         Err(e) => {
-            problem(MANIFEST, format!("cannot be read: {e}"));
-            return Ok(problems);
+            problems.add(MANIFEST, format!("cannot be read: {e}"));
+            return None;
         }
     };
-    let manifest: Manifest = match serde_json::from_slice(&manifest_bytes) {
+    let manifest: Manifest = match serde_json::from_slice(&bytes) {
         Ok(m) => m,
         Err(e) => {
-            problem(MANIFEST, format!("is not a valid manifest: {e}"));
-            return Ok(problems);
+            problems.add(MANIFEST, format!("is not a valid manifest: {e}"));
+            return None;
         }
     };
     if let Err(hint) = version_readable(&manifest.schema_version, SCHEMA_VERSION) {
-        problem(
+        problems.add(
             MANIFEST,
             format!(
                 "schema version {} cannot be read: {hint}",
                 manifest.schema_version
             ),
         );
-        return Ok(problems);
+        return None;
     }
     for name in TABLE_NAMES {
         if manifest.table(name).is_none() {
-            problem(MANIFEST, format!("lists no table {name}"));
+            problems.add(MANIFEST, format!("lists no table {name}"));
         }
     }
+    Some(manifest)
+}
 
-    // 3. Tables: hash against the manifest, key-value metadata and Arrow schema.
+/// Step 3: each table against the manifest's hash, its key-value metadata and Arrow schema.
+fn check_tables(dir: &Path, manifest: &Manifest, problems: &mut Problems) {
     for entry in &manifest.tables {
         let path = dir.join(&entry.file);
         let Ok(bytes) = fs::read(&path) else {
-            problem(&entry.file, "listed in the manifest but missing".into());
+            problems.add(&entry.file, "listed in the manifest but missing".into());
             continue;
         };
         let found = sha256_hex(&bytes);
         if found != entry.sha256 {
-            problem(
+            problems.add(
                 &entry.file,
                 format!(
                     "content differs from the manifest: SHA-256 is {found}, the manifest records {}",
@@ -666,42 +702,67 @@ pub fn verify_bundle(dir: &Path) -> Result<Vec<Problem>, BundleError> {
                 ),
             );
         }
-        if let Err(msg) = check_table_file(&entry.name, bytes.into(), entry.rows) {
-            problem(&entry.file, msg);
+        if let Err(e) = check_table_file(&entry.name, bytes.into(), entry.rows) {
+            problems.add(&entry.file, e.to_string());
         }
     }
+}
 
-    // 4. Tapes referenced by attempts.
-    if let Ok(bytes) = fs::read(dir.join("attempts.parquet"))
-        && let Ok(attempts) = read_parquet::<AttemptRecord>(bytes.into())
-    {
-        for a in &attempts {
-            for (rel, sha) in [
-                (&a.tape_mcp_path, &a.tape_mcp_sha256),
-                (&a.tape_agent_path, &a.tape_agent_sha256),
-            ] {
-                match fs::read(dir.join(rel)) {
-                    Err(_) => problem(rel, format!("tape of attempt {} is missing", a.attempt_id)),
-                    Ok(b) if &sha256_hex(&b) != sha => problem(
-                        rel,
-                        format!(
-                            "tape of attempt {} differs from the SHA-256 its attempt row records",
-                            a.attempt_id
-                        ),
+/// Step 4: the tapes the attempts reference are there, with the hashes their rows record.
+fn check_tapes(dir: &Path, problems: &mut Problems) {
+    let Ok(bytes) = fs::read(dir.join("attempts.parquet")) else {
+        return;
+    };
+    let Ok(attempts) = read_parquet::<AttemptRecord>(bytes.into()) else {
+        return;
+    };
+    for a in &attempts {
+        for (rel, sha) in [
+            (&a.tape_mcp_path, &a.tape_mcp_sha256),
+            (&a.tape_agent_path, &a.tape_agent_sha256),
+        ] {
+            match fs::read(dir.join(rel)) {
+                Err(_) => problems.add(rel, format!("tape of attempt {} is missing", a.attempt_id)),
+                Ok(b) if &sha256_hex(&b) != sha => problems.add(
+                    rel,
+                    format!(
+                        "tape of attempt {} differs from the SHA-256 its attempt row records",
+                        a.attempt_id
                     ),
-                    Ok(_) => {}
-                }
+                ),
+                Ok(_) => {}
             }
         }
     }
-    Ok(problems)
 }
 
-/// Checks one table file's metadata, schema and row count; returns a message on the first problem.
-fn check_table_file(name: &str, bytes: bytes::Bytes, rows: u64) -> Result<(), String> {
+/// Why one table file does not match what the bundle says of it.
+#[derive(Debug, thiserror::Error)]
+enum TableFileError {
+    #[error("not a readable Parquet file: {0}")]
+    Parquet(parquet::errors::ParquetError),
+    #[error("metadata {META_TABLE} is {found:?}, expected {expected:?}")]
+    WrongTable {
+        found: Option<String>,
+        expected: String,
+    },
+    #[error("no schema version metadata")]
+    NoVersion,
+    #[error("schema version {version}: {hint}")]
+    Version { version: String, hint: &'static str },
+    #[error("holds {found} rows, the manifest records {recorded}")]
+    Rows { found: i64, recorded: u64 },
+    #[error("unknown table {0}")]
+    UnknownTable(String),
+    #[error("{0}")]
+    Schema(TableError),
+}
+
+/// Checks one table file's metadata, schema and row count; the first problem found.
+fn check_table_file(name: &str, bytes: bytes::Bytes, rows: u64) -> Result<(), TableFileError> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(TableFileError::Parquet)?;
     let meta = builder.metadata().file_metadata();
     let kv = meta.key_value_metadata();
     let get = |key: &str| {
@@ -709,23 +770,24 @@ fn check_table_file(name: &str, bytes: bytes::Bytes, rows: u64) -> Result<(), St
             .and_then(|e| e.value.clone())
     };
     if get(META_TABLE).as_deref() != Some(name) {
-        return Err(format!(
-            "metadata {META_TABLE} is {:?}, expected {name:?}",
-            get(META_TABLE)
-        ));
+        return Err(TableFileError::WrongTable {
+            found: get(META_TABLE),
+            expected: name.to_string(),
+        });
     }
-    let version = get(META_SCHEMA_VERSION).ok_or("no schema version metadata")?;
-    version_readable(&version, SCHEMA_VERSION)
-        .map_err(|hint| format!("schema version {version}: {hint}"))?;
+    let version = get(META_SCHEMA_VERSION).ok_or(TableFileError::NoVersion)?;
+    if let Err(hint) = version_readable(&version, SCHEMA_VERSION) {
+        return Err(TableFileError::Version { version, hint });
+    }
     if meta.num_rows() as u64 != rows {
-        return Err(format!(
-            "holds {} rows, the manifest records {rows}",
-            meta.num_rows()
-        ));
+        return Err(TableFileError::Rows {
+            found: meta.num_rows(),
+            recorded: rows,
+        });
     }
     let older = version != SCHEMA_VERSION;
     let schema = builder.schema();
-    let r = match name {
+    match name {
         "attempts" => check_schema::<AttemptRecord>(schema, older),
         "tool_calls" => check_schema::<ToolCallRecord>(schema, older),
         "verifier_results" => check_schema::<VerifierResultRecord>(schema, older),
@@ -733,9 +795,9 @@ fn check_table_file(name: &str, bytes: bytes::Bytes, rows: u64) -> Result<(), St
         "probes" => check_schema::<ProbeRecord>(schema, older),
         "fixture_health" => check_schema::<FixtureHealthRecord>(schema, older),
         "task_instances" => check_schema::<TaskInstanceRecord>(schema, older),
-        other => return Err(format!("unknown table {other}")),
-    };
-    r.map_err(|e| e.to_string())
+        other => return Err(TableFileError::UnknownTable(other.to_string())),
+    }
+    .map_err(TableFileError::Schema)
 }
 
 /// A sealed bundle loaded into memory (tapes are read on demand).
