@@ -221,11 +221,20 @@ pub fn check_tape_lines(lines: &[TapeLine]) -> AttemptConformance {
     }))
 }
 
+/// A wire line that is not JSON: the parser's words (kept with the line's shape, so text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct NotJson(String);
+
+fn parse_json(raw: &str) -> Result<Value, NotJson> {
+    serde_json::from_str(raw).map_err(|e| NotJson(e.to_string()))
+}
+
 /// What pairing and negotiation need to know of a message, read once per distinct line.
 #[derive(Debug, Clone, Default)]
 struct Shape {
     /// Not JSON: the parser's message.
-    not_json: Option<String>,
+    not_json: Option<NotJson>,
     /// Has a `method` member (a request or a notification).
     has_method: bool,
     /// The method, when it is a string.
@@ -241,7 +250,7 @@ struct Shape {
 }
 
 impl Shape {
-    fn of(parsed: &Result<Value, String>) -> Shape {
+    fn of(parsed: &Result<Value, NotJson>) -> Shape {
         let v = match parsed {
             Err(e) => {
                 return Shape {
@@ -303,7 +312,7 @@ struct Wire<'a> {
     raw: &'a str,
     shape: Shape,
     /// The parsed line, when it was parsed for this tape (a line seen before is not).
-    value: Option<Result<Value, String>>,
+    value: Option<Result<Value, NotJson>>,
 }
 
 /// Checks `(line number, message)` pairs in tape order.
@@ -323,7 +332,7 @@ pub(crate) fn check_messages_with<'a>(
             let (shape, value) = match memo.lines.get(m.raw.as_str()) {
                 Some(k) => (k.shape.clone(), None),
                 None => {
-                    let parsed = serde_json::from_str::<Value>(&m.raw).map_err(|e| e.to_string());
+                    let parsed = parse_json(&m.raw);
                     let shape = Shape::of(&parsed);
                     memo.lines.insert(
                         m.raw.clone(),
@@ -386,7 +395,7 @@ pub(crate) fn check_messages_with<'a>(
             None => {
                 let parsed = match w.value {
                     Some(p) => p,
-                    None => serde_json::from_str::<Value>(w.raw).map_err(|e| e.to_string()),
+                    None => parse_json(w.raw),
                 };
                 let mut checker = MessageCheck {
                     catalog,

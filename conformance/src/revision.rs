@@ -168,10 +168,24 @@ pub(crate) const GENERIC_NOTIFICATION: &str = "JSONRPCNotification";
 /// Any JSON-RPC message.
 pub(crate) const GENERIC_MESSAGE: &str = "JSONRPCMessage";
 
+/// Why a pinned schema did not compile (kept for the process beside the catalogs, so its words are
+/// text).
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum SchemaBuildError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("the schema has neither `$defs` nor `definitions`")]
+    NoDefinitions,
+    #[error("{0}")]
+    Compile(String),
+    #[error("no compiled validator for `{0}`")]
+    Missing(&'static str),
+}
+
 impl Catalog {
     /// The compiled catalog of `revision`, built on first use and kept for the process.
     pub(crate) fn get(revision: Revision) -> Result<&'static Catalog, ConformanceError> {
-        static CATALOGS: [OnceLock<Result<Catalog, String>>; 5] = [
+        static CATALOGS: [OnceLock<Result<Catalog, SchemaBuildError>>; 5] = [
             OnceLock::new(),
             OnceLock::new(),
             OnceLock::new(),
@@ -181,20 +195,21 @@ impl Catalog {
         CATALOGS[revision.index()]
             .get_or_init(|| Catalog::build(revision))
             .as_ref()
-            .map_err(|message| ConformanceError::Schema {
+            .map_err(|e| ConformanceError::Schema {
                 revision,
-                message: message.clone(),
+                message: e.to_string(),
             })
     }
 
-    fn build(revision: Revision) -> Result<Catalog, String> {
-        let doc: Value = serde_json::from_str(revision.schema_text()).map_err(|e| e.to_string())?;
+    fn build(revision: Revision) -> Result<Catalog, SchemaBuildError> {
+        let doc: Value = serde_json::from_str(revision.schema_text())
+            .map_err(|e| SchemaBuildError::NotJson(e.to_string()))?;
         let (prefix, defs) = if let Some(defs) = doc.get("$defs").and_then(Value::as_object) {
             ("#/$defs/", defs)
         } else if let Some(defs) = doc.get("definitions").and_then(Value::as_object) {
             ("#/definitions/", defs)
         } else {
-            return Err("the schema has neither `$defs` nor `definitions`".into());
+            return Err(SchemaBuildError::NoDefinitions);
         };
         let mut requests = BTreeMap::new();
         let mut notifications = BTreeMap::new();
@@ -228,7 +243,7 @@ impl Catalog {
         let validators = jsonschema::options()
             .should_validate_formats(false)
             .build_map(&doc)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| SchemaBuildError::Compile(e.to_string()))?;
         let definitions: BTreeSet<String> = defs.keys().cloned().collect();
         for needed in [
             result_envelope,
@@ -238,7 +253,7 @@ impl Catalog {
             GENERIC_MESSAGE,
         ] {
             if !validators.contains_key(&format!("{prefix}{needed}")) {
-                return Err(format!("no compiled validator for `{needed}`"));
+                return Err(SchemaBuildError::Missing(needed));
             }
         }
         Ok(Catalog {

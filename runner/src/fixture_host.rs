@@ -684,12 +684,29 @@ struct Fetched {
     body: Vec<u8>,
 }
 
+/// Why a health check's request got no usable response.
+#[derive(Debug, thiserror::Error)]
+enum HealthFetchError {
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("send: {0}")]
+    Send(std::io::Error),
+    #[error("read: {0}")]
+    Read(std::io::Error),
+    #[error("no header terminator")]
+    NoHeaderEnd,
+    #[error("bad status line")]
+    BadStatusLine,
+    #[error("bad chunked body")]
+    BadChunkedBody,
+}
+
 fn http_get(
     connect: &dyn Fn() -> std::io::Result<TcpStream>,
     target: &str,
     nonce: &str,
-) -> Result<Fetched, String> {
-    let mut stream = connect().map_err(|e| format!("connect: {e}"))?;
+) -> Result<Fetched, HealthFetchError> {
+    let mut stream = connect().map_err(HealthFetchError::Connect)?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
     let request = format!(
@@ -698,15 +715,15 @@ fn http_get(
     );
     stream
         .write_all(request.as_bytes())
-        .map_err(|e| format!("send: {e}"))?;
+        .map_err(HealthFetchError::Send)?;
     let mut raw = Vec::new();
     stream
         .read_to_end(&mut raw)
-        .map_err(|e| format!("read: {e}"))?;
+        .map_err(HealthFetchError::Read)?;
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or("no header terminator")?;
+        .ok_or(HealthFetchError::NoHeaderEnd)?;
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut body = raw[split + 4..].to_vec();
     let mut lines = head.split("\r\n");
@@ -714,7 +731,7 @@ fn http_get(
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse().ok())
-        .ok_or("bad status line")?;
+        .ok_or(HealthFetchError::BadStatusLine)?;
     let mut location = None;
     let mut chunked = false;
     for line in lines {
@@ -728,7 +745,7 @@ fn http_get(
         }
     }
     if chunked {
-        body = dechunk(&body).ok_or("bad chunked body")?;
+        body = dechunk(&body).ok_or(HealthFetchError::BadChunkedBody)?;
     }
     Ok(Fetched {
         status,

@@ -432,9 +432,8 @@ fn roster_table(bundle: &std::path::Path, paths: &Paths) -> anyhow::Result<Exit>
         .servers
         .keys()
         .map(|id| {
-            let state = agentrank_runner::roster::install::installed(&roster, &paths.cache, id)
-                .map(|_| ())
-                .map_err(|e| e.to_string());
+            let state =
+                agentrank_runner::roster::install::installed(&roster, &paths.cache, id).map(|_| ());
             (id.clone(), state)
         })
         .collect();

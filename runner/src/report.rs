@@ -100,7 +100,7 @@ pub fn roster_rows(
     roster: &Roster,
     bundle: &LoadedBundle,
     bundle_dir: &Path,
-    installs: &BTreeMap<String, Result<(), String>>,
+    installs: &BTreeMap<String, Result<(), crate::roster::install::InstallError>>,
 ) -> Vec<RosterRow> {
     // The scored attempts only: timeout-calibration and construct-extension attempts repeat tasks on
     // the reference servers and would change the denominator ("one attempt each").

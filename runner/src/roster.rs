@@ -584,10 +584,20 @@ pub struct TemplateError {
     pub message: String,
 }
 
+/// A placeholder the launch context has no value for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{{{key}}}` is not known at launch")]
+pub struct UnknownPlaceholder {
+    pub key: String,
+}
+
 /// Fills `{key}` placeholders from the context, where `key` is made of letters, digits, `_` and `.`.
 /// Any other brace is literal (JSON in an environment value stays as written), and `{{…}}` recipe
 /// placeholders are left alone.
-pub fn fill_template(template: &str, context: &LaunchContext) -> Result<String, String> {
+pub fn fill_template(
+    template: &str,
+    context: &LaunchContext,
+) -> Result<String, UnknownPlaceholder> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find('{') {
@@ -609,7 +619,11 @@ pub fn fill_template(template: &str, context: &LaunchContext) -> Result<String, 
         }
         match context.get(key) {
             Some(value) => out.push_str(value),
-            None => return Err(format!("`{{{key}}}` is not known at launch")),
+            None => {
+                return Err(UnknownPlaceholder {
+                    key: key.to_string(),
+                });
+            }
         }
         rest = &after[key_len + 1..];
     }
@@ -631,8 +645,8 @@ pub fn resolve_launch(
         field: field.to_string(),
         message,
     };
-    let program =
-        fill_template(&server.launch.command, context).map_err(|m| err("launch.command", m))?;
+    let program = fill_template(&server.launch.command, context)
+        .map_err(|e| err("launch.command", e.to_string()))?;
     let mut raw_args = server.launch.args.clone();
     let mut raw_env = server.launch.env.clone();
     if write_mode {
@@ -649,13 +663,17 @@ pub fn resolve_launch(
     }
     let mut args = Vec::with_capacity(raw_args.len());
     for (i, a) in raw_args.iter().enumerate() {
-        args.push(fill_template(a, context).map_err(|m| err(&format!("launch.args[{i}]"), m))?);
+        args.push(
+            fill_template(a, context)
+                .map_err(|e| err(&format!("launch.args[{i}]"), e.to_string()))?,
+        );
     }
     let mut env = BTreeMap::new();
     for (k, v) in &raw_env {
         env.insert(
             k.clone(),
-            fill_template(v, context).map_err(|m| err(&format!("launch.env.{k}"), m))?,
+            fill_template(v, context)
+                .map_err(|e| err(&format!("launch.env.{k}"), e.to_string()))?,
         );
     }
     let home = context
@@ -703,7 +721,10 @@ mod tests {
             fill_template("{prefix}/bin/a --u={{url}}", &ctx).unwrap(),
             "/c/x/bin/a --u={{url}}"
         );
-        assert!(fill_template("{nope}", &ctx).unwrap_err().contains("nope"));
+        assert_eq!(
+            fill_template("{nope}", &ctx).unwrap_err().to_string(),
+            "`{nope}` is not known at launch"
+        );
         assert_eq!(fill_template("{prefix", &ctx).unwrap(), "{prefix");
         assert_eq!(
             fill_template(r#"{"executablePath":"{prefix}/c"}"#, &ctx).unwrap(),

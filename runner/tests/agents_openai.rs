@@ -855,14 +855,22 @@ fn tool_definition_tokens_are_the_first_turn_with_tools_minus_without() {
     // A rate limit, or a reply without token counts, is no measurement, and says why.
     let ep = serve(Mode::Status(429, recorded("openai_rate_limit.json")));
     let err = measure(&ollama_loop(&ep.base)).expect_err("rate limited");
-    assert!(err.contains("429"), "{err}");
+    assert!(
+        matches!(err, openai::DefinitionTokensError::Endpoint(_))
+            && err.to_string().contains("429"),
+        "{err}"
+    );
     let ep = serve(Mode::Status(
         200,
         json!({"model": "qwen3:8b", "message": {"role": "assistant", "content": "Hi"}, "done": true})
             .to_string(),
     ));
     let err = measure(&ollama_loop(&ep.base)).expect_err("no counts");
-    assert!(err.contains("reported no input tokens"), "{err}");
+    assert!(
+        matches!(err, openai::DefinitionTokensError::NoInputTokens { .. })
+            && err.to_string().contains("reported no input tokens"),
+        "{err}"
+    );
 }
 
 /// llama.cpp's server reports how many prompt tokens it served from its cache and how long prompt

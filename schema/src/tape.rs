@@ -147,13 +147,13 @@ impl TapeLine {
 
     /// Parses one line. Lines that are valid JSON objects of an unknown type become
     /// [`TapeLine::Unknown`]; a known type with bad fields, or text that is not a JSON object, is an error.
-    pub fn parse(line: &str) -> Result<TapeLine, String> {
-        let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    pub fn parse(line: &str) -> Result<TapeLine, TapeLineError> {
+        let value: Value = serde_json::from_str(line).map_err(TapeLineError::NotJson)?;
         let Some(obj) = value.as_object() else {
-            return Err("not a JSON object".into());
+            return Err(TapeLineError::NotAnObject);
         };
         let kind = obj.get("type").and_then(Value::as_str);
-        let typed = |r: Result<TapeLine, serde_json::Error>| r.map_err(|e| e.to_string());
+        let typed = |r: Result<TapeLine, serde_json::Error>| r.map_err(TapeLineError::Fields);
         match kind {
             Some("meta") => typed(serde_json::from_value(value).map(TapeLine::Meta)),
             Some("turn") => typed(serde_json::from_value(value).map(TapeLine::Turn)),
@@ -164,6 +164,18 @@ impl TapeLine {
             _ => Ok(TapeLine::Unknown(value)),
         }
     }
+}
+
+/// Why one tape line could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TapeLineError {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// A known line type whose fields do not fit it.
+    #[error("{0}")]
+    Fields(serde_json::Error),
 }
 
 /// Errors reading or writing tapes.
@@ -277,10 +289,10 @@ pub fn decode_tape(compressed: impl Read, path: &Path) -> Result<Vec<TapeLine>, 
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = TapeLine::parse(&line).map_err(|message| TapeError::Line {
+        let parsed = TapeLine::parse(&line).map_err(|e| TapeError::Line {
             path: path.to_path_buf(),
             line: i + 1,
-            message,
+            message: e.to_string(),
         })?;
         lines.push(parsed);
     }

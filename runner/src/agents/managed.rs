@@ -756,15 +756,15 @@ pub struct ManagedServer {
     pub restarts: u32,
 }
 
-fn get(url: &str, timeout: Duration) -> Result<(u16, String), String> {
+fn get(url: &str, timeout: Duration) -> Result<(u16, String), ureq::Error> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .http_status_as_error(false)
         .build()
         .into();
-    let mut r = agent.get(url).call().map_err(|e| e.to_string())?;
+    let mut r = agent.get(url).call()?;
     let status = r.status().as_u16();
-    let body = r.body_mut().read_to_string().map_err(|e| e.to_string())?;
+    let body = r.body_mut().read_to_string()?;
     Ok((status, body))
 }
 

@@ -509,8 +509,17 @@ fn arguments_of(raw: Option<&Value>) -> (Map<String, Value>, Option<String>) {
     }
 }
 
+/// A response body that holds no assistant message (its first 300 characters).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the response has no assistant message: {0}")]
+pub struct NoAssistantMessage(pub String);
+
 /// Parses a successful response body. Pure. `call_base` numbers calls that come without an id.
-pub fn parse_reply(endpoint: &Endpoint, body: &Value, call_base: usize) -> Result<Reply, String> {
+pub fn parse_reply(
+    endpoint: &Endpoint,
+    body: &Value,
+    call_base: usize,
+) -> Result<Reply, NoAssistantMessage> {
     let (message, prompt_tokens, output_tokens, finish) = match endpoint {
         Endpoint::Ollama { .. } => (
             body.get("message").cloned(),
@@ -531,10 +540,7 @@ pub fn parse_reply(endpoint: &Endpoint, body: &Value, call_base: usize) -> Resul
         ),
     };
     let Some(message) = message.filter(Value::is_object) else {
-        return Err(format!(
-            "the response has no assistant message: {}",
-            clip(&body.to_string(), 300)
-        ));
+        return Err(NoAssistantMessage(clip(&body.to_string(), 300)));
     };
     let content = message
         .get("content")
@@ -703,7 +709,7 @@ fn post_json(
     body: &str,
     api_key: Option<&str>,
     timeout: Duration,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), ureq::Error> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .http_status_as_error(false)
@@ -713,14 +719,13 @@ fn post_json(
     if let Some(key) = api_key {
         request = request.header("Authorization", &format!("Bearer {key}"));
     }
-    let mut response = request.send(body).map_err(|e| e.to_string())?;
+    let mut response = request.send(body)?;
     let status = response.status().as_u16();
     let text = response
         .body_mut()
         .with_config()
         .limit(64 * 1024 * 1024)
-        .read_to_string()
-        .map_err(|e| e.to_string())?;
+        .read_to_string()?;
     Ok((status, text))
 }
 
@@ -788,6 +793,24 @@ impl DefinitionTokens {
     }
 }
 
+/// Why the tool-definition token measurement failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DefinitionTokensError {
+    #[error("{0}")]
+    Config(AgentError),
+    #[error("HTTP task failed: {0}")]
+    Task(tokio::task::JoinError),
+    #[error("cannot reach the endpoint {url}: {source}")]
+    Unreachable { url: String, source: ureq::Error },
+    /// The endpoint's own words (rate limit, context overflow, API error).
+    #[error("{0}")]
+    Endpoint(String),
+    #[error("{0}")]
+    Reply(NoAssistantMessage),
+    #[error("{url} reported no input tokens")]
+    NoInputTokens { url: String },
+}
+
 /// Measures tool-definition tokens (Methodology §7) for the minimal loop: two first-turn requests on
 /// [`TOKEN_PROMPT`] under the fixed system prompt, one offering `tools` (the server's MCP definitions,
 /// as the loop offers them) and one offering none, each a fresh conversation (nothing cached). No tool
@@ -798,8 +821,8 @@ pub async fn definition_tokens(
     tools: &[Value],
     definition_chars: u64,
     limit: Duration,
-) -> Result<DefinitionTokens, String> {
-    let (url, api_key) = endpoint_url(config).map_err(|e| e.to_string())?;
+) -> Result<DefinitionTokens, DefinitionTokensError> {
+    let (url, api_key) = endpoint_url(config).map_err(DefinitionTokensError::Config)?;
     let offered = function_tools(tools);
     let num_ctx = num_ctx_for(config, definition_chars);
     let messages = [
@@ -813,17 +836,21 @@ pub async fn definition_tokens(
         let (status, text) =
             tokio::task::spawn_blocking(move || post_json(&u, &body, k.as_deref(), limit))
                 .await
-                .map_err(|e| format!("HTTP task failed: {e}"))?
-                .map_err(|e| format!("cannot reach the endpoint {url}: {e}"))?;
+                .map_err(DefinitionTokensError::Task)?
+                .map_err(|source| DefinitionTokensError::Unreachable {
+                    url: url.clone(),
+                    source,
+                })?;
         let value = match judge_http(status, &text) {
             HttpVerdict::Ok(v) => v,
             HttpVerdict::RateLimited(s)
             | HttpVerdict::ContextOverflow(s)
-            | HttpVerdict::ApiError(s) => return Err(s),
+            | HttpVerdict::ApiError(s) => return Err(DefinitionTokensError::Endpoint(s)),
         };
-        *count = parse_reply(&config.endpoint, &value, 0)?
+        *count = parse_reply(&config.endpoint, &value, 0)
+            .map_err(DefinitionTokensError::Reply)?
             .prompt_tokens
-            .ok_or_else(|| format!("{url} reported no input tokens"))?;
+            .ok_or_else(|| DefinitionTokensError::NoInputTokens { url: url.clone() })?;
     }
     Ok(DefinitionTokens {
         with_tools: counts[0],
@@ -1124,7 +1151,7 @@ impl Conversation<'_> {
             Err(e) => {
                 self.signals
                     .harness_faults
-                    .push(HarnessFault::UnparseableStream(e));
+                    .push(HarnessFault::UnparseableStream(e.to_string()));
                 self.end = RunEnd::Stopped("unparseable reply".into());
                 return None;
             }

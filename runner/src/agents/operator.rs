@@ -48,7 +48,50 @@ fn find_program(program: &str, path: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn reasoning(s: Option<&String>, agent: &str) -> Result<Reasoning, String> {
+/// Why an agent of the roster cannot be run here, naming the roster file, setting or variable at
+/// fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentSetupError {
+    #[error("roster/agents/{agent}.toml: settings.{key} = {value:?}; {want}")]
+    BadSetting {
+        agent: String,
+        key: String,
+        value: String,
+        want: &'static str,
+    },
+    #[error(
+        "roster/agents/{agent}.toml: no `model`: every model id is pinned explicitly (Methodology §4)"
+    )]
+    NoModel { agent: String },
+    #[error(
+        "agent `{agent}`: the {name} program `{wanted}` is not installed here (set {var} to its path)"
+    )]
+    NotInstalled {
+        agent: String,
+        name: String,
+        wanted: String,
+        var: String,
+    },
+    #[error(
+        "agent `{agent}`: settings.endpoint = \"openai\" needs AGENTRANK_OPENAI_URL (e.g. http://host:8000/v1)"
+    )]
+    NoOpenAiUrl { agent: String },
+    #[error(
+        "agent `{agent}`: settings.endpoint = \"managed\": the managed model server for `{model}` is not running (a sweep starts it; `agentrank-run install` installs it)"
+    )]
+    ManagedNotRunning { agent: String, model: String },
+}
+
+fn bad_setting(agent: &str, key: &str, value: &str, want: &'static str) -> AgentSetupError {
+    AgentSetupError::BadSetting {
+        agent: agent.to_string(),
+        key: key.to_string(),
+        value: value.to_string(),
+        want,
+    }
+}
+
+fn reasoning(s: Option<&String>, agent: &str) -> Result<Reasoning, AgentSetupError> {
     Ok(match s.map(String::as_str) {
         None | Some("default") => Reasoning::Default,
         Some("off") => Reasoning::Off,
@@ -56,8 +99,11 @@ fn reasoning(s: Option<&String>, agent: &str) -> Result<Reasoning, String> {
         Some("medium") => Reasoning::Medium,
         Some("high") => Reasoning::High,
         Some(other) => {
-            return Err(format!(
-                "roster/agents/{agent}.toml: settings.reasoning = {other:?}; use default, off, low, medium or high"
+            return Err(bad_setting(
+                agent,
+                "reasoning",
+                other,
+                "use default, off, low, medium or high",
             ));
         }
     })
@@ -72,12 +118,10 @@ pub fn managed_url_key(model: &str) -> String {
 /// The minimal loop's settings `tool_mode` (`native`, `prompt`, `constrained`), `system_prompt` (`system`, `user`,
 /// `omitted`), `tool_result_reminder`, `temperature`, `max_tokens` and `tool_choice` (`auto`,
 /// `required`, `required-first`).
-pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, String> {
+pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, AgentSetupError> {
     let id = &agent.id;
     let get = |k: &str| agent.settings.get(k);
-    let bad = |k: &str, v: &str, want: &str| {
-        format!("roster/agents/{id}.toml: settings.{k} = {v:?}; {want}")
-    };
+    let bad = |k: &str, v: &str, want: &'static str| bad_setting(id, k, v, want);
     Ok(LoopSettings {
         tool_mode: match get("tool_mode").map(String::as_str) {
             None | Some("native") => ToolMode::Native,
@@ -132,24 +176,29 @@ pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, String> {
 pub fn adapter_config(
     agent: &RosterAgent,
     env: &OperatorEnv,
-) -> Option<Result<AgentConfig, String>> {
+) -> Option<Result<AgentConfig, AgentSetupError>> {
     let id = &agent.id;
     let model = || {
-        agent.model.clone().filter(|m| !m.is_empty()).ok_or_else(|| {
-            format!("roster/agents/{id}.toml: no `model`: every model id is pinned explicitly (Methodology §4)")
-        })
+        agent
+            .model
+            .clone()
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| AgentSetupError::NoModel { agent: id.clone() })
     };
     let path = env.get("PATH").cloned().unwrap_or_default();
     let home = PathBuf::from(env.get("HOME").cloned().unwrap_or_else(|| "/root".into()));
-    let cli = |var: &str, name: &str| -> Result<String, String> {
+    let cli = |var: &str, name: &str| -> Result<String, AgentSetupError> {
         let wanted = env.get(var).cloned().unwrap_or_else(|| name.to_string());
         find_program(&wanted, &path)
             .map(|p| p.display().to_string())
-            .ok_or_else(|| {
-                format!("agent `{id}`: the {name} program `{wanted}` is not installed here (set {var} to its path)")
+            .ok_or_else(|| AgentSetupError::NotInstalled {
+                agent: id.clone(),
+                name: name.to_string(),
+                wanted: wanted.clone(),
+                var: var.to_string(),
             })
     };
-    let build = || -> Result<AgentConfig, String> {
+    let build = || -> Result<AgentConfig, AgentSetupError> {
         Ok(match agent.kind {
             AgentKind::MinimalLoop => {
                 let endpoint = match agent.settings.get("endpoint").map(String::as_str) {
@@ -160,33 +209,38 @@ pub fn adapter_config(
                             .unwrap_or_else(|| "http://127.0.0.1:11434".into()),
                     },
                     Some("openai") => Endpoint::OpenAiChat {
-                        base_url: env.get("AGENTRANK_OPENAI_URL").cloned().ok_or_else(|| {
-                            format!("agent `{id}`: settings.endpoint = \"openai\" needs AGENTRANK_OPENAI_URL (e.g. http://host:8000/v1)")
-                        })?,
+                        base_url: env
+                            .get("AGENTRANK_OPENAI_URL")
+                            .cloned()
+                            .ok_or_else(|| AgentSetupError::NoOpenAiUrl { agent: id.clone() })?,
                         api_key_env: agent.settings.get("api_key_env").cloned(),
                     },
                     Some("managed") => {
                         let model = model()?;
                         Endpoint::OpenAiChat {
-                            base_url: env.get(&managed_url_key(&model)).cloned().ok_or_else(|| {
-                                format!("agent `{id}`: settings.endpoint = \"managed\": the managed model server for `{model}` is not running (a sweep starts it; `agentrank-run install` installs it)")
-                            })?,
+                            base_url: env.get(&managed_url_key(&model)).cloned().ok_or_else(
+                                || AgentSetupError::ManagedNotRunning {
+                                    agent: id.clone(),
+                                    model: model.clone(),
+                                },
+                            )?,
                             api_key_env: None,
                         }
                     }
                     Some(other) => {
-                        return Err(format!(
-                            "roster/agents/{id}.toml: settings.endpoint = {other:?}; use ollama, openai or managed"
+                        return Err(bad_setting(
+                            id,
+                            "endpoint",
+                            other,
+                            "use ollama, openai or managed",
                         ));
                     }
                 };
                 let max_requests = match agent.settings.get("max_requests") {
                     None => 40,
-                    Some(s) => s.parse().map_err(|_| {
-                        format!(
-                            "roster/agents/{id}.toml: settings.max_requests = {s:?} is not a count"
-                        )
-                    })?,
+                    Some(s) => s
+                        .parse()
+                        .map_err(|_| bad_setting(id, "max_requests", s, "use a count"))?,
                 };
                 AgentConfig::OpenAi(OpenAiConfig {
                     endpoint,
@@ -312,7 +366,8 @@ mod tests {
         let a = agent(AgentKind::MinimalLoop, Some("m1"), &settings);
         let e = adapter_config(&a, &OperatorEnv::new())
             .expect("external")
-            .expect_err("not running");
+            .expect_err("not running")
+            .to_string();
         assert!(
             e.contains("managed model server for `m1` is not running"),
             "{e}"
@@ -358,7 +413,8 @@ mod tests {
             ("max_tokens", "0"),
         ] {
             let e = loop_settings(&agent(AgentKind::MinimalLoop, Some("m"), &[(k, v)]))
-                .expect_err("bad setting");
+                .expect_err("bad setting")
+                .to_string();
             assert!(e.contains(&format!("settings.{k}")), "{e}");
         }
     }
@@ -368,7 +424,8 @@ mod tests {
         let env = OperatorEnv::new();
         let e = adapter_config(&agent(AgentKind::MinimalLoop, None, &[]), &env)
             .expect("external")
-            .expect_err("no model");
+            .expect_err("no model")
+            .to_string();
         assert!(
             e.contains("roster/agents/x.toml") && e.contains("model"),
             "{e}"
@@ -378,20 +435,23 @@ mod tests {
             &env,
         )
         .expect("external")
-        .expect_err("bad reasoning");
+        .expect_err("bad reasoning")
+        .to_string();
         assert!(e.contains("settings.reasoning"), "{e}");
         let e = adapter_config(
             &agent(AgentKind::MinimalLoop, Some("m"), &[("endpoint", "openai")]),
             &env,
         )
         .expect("external")
-        .expect_err("no url");
+        .expect_err("no url")
+        .to_string();
         assert!(e.contains("AGENTRANK_OPENAI_URL"), "{e}");
         let mut env = OperatorEnv::new();
         env.insert("PATH".into(), "/nonexistent".into());
         let e = adapter_config(&agent(AgentKind::Claude, Some("claude-x"), &[]), &env)
             .expect("external")
-            .expect_err("no claude");
+            .expect_err("no claude")
+            .to_string();
         assert!(e.contains("AGENTRANK_CLAUDE"), "{e}");
         assert!(adapter_config(&agent(AgentKind::Reference, None, &[]), &env).is_none());
     }

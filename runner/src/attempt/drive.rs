@@ -50,9 +50,9 @@ enum MeasureError {
     Start(#[source] crate::mcp::McpError),
     #[error("tools/list failed: {0}")]
     List(#[source] crate::mcp::McpError),
-    /// The endpoint's own words.
+    /// The endpoint's own words, or what kept it from answering.
     #[error("{0}")]
-    Endpoint(String),
+    Endpoint(crate::agents::openai::DefinitionTokensError),
 }
 
 /// What driving the agent hands on to the observation.

@@ -196,7 +196,7 @@ fn external_agent(
     })?;
     match crate::agents::operator::adapter_config(configured, &env.operator_env) {
         Some(Ok(c)) => Ok(c),
-        Some(Err(e)) => Err(setup(id, e)),
+        Some(Err(e)) => Err(setup(id, e.to_string())),
         None => Err(setup(
             id,
             format!(

@@ -680,10 +680,10 @@ fn lock_entry(
 /// it reports in `initialize`, which must be the pinned one.
 fn remote_lock(server: &ServerConfig) -> Result<LockEntry, InstallError> {
     let url = server.launch.url.clone().unwrap_or_default();
-    let reported = remote_version(&url).map_err(|message| InstallError::Remote {
+    let reported = remote_version(&url).map_err(|e| InstallError::Remote {
         server: server.id.clone(),
         url: url.clone(),
-        message,
+        message: e.to_string(),
     })?;
     let line = format!("remote {url} {}=={reported}", server.package.name);
     Ok(LockEntry {
@@ -700,12 +700,23 @@ fn remote_lock(server: &ServerConfig) -> Result<LockEntry, InstallError> {
     })
 }
 
+/// Why a remote server's version could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteVersionError {
+    #[error("cannot start an async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("{0}")]
+    Session(crate::mcp::McpError),
+    #[error("its `initialize` answer has no serverInfo.version")]
+    NoVersion,
+}
+
 /// The `serverInfo.version` a server reached by URL reports in `initialize`.
-pub fn remote_version(url: &str) -> Result<String, String> {
+pub fn remote_version(url: &str) -> Result<String, RemoteVersionError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(RemoteVersionError::Runtime)?;
     rt.block_on(async {
         let session = crate::mcp::client::McpSession::start_http(
             url,
@@ -714,10 +725,10 @@ pub fn remote_version(url: &str) -> Result<String, String> {
             crate::mcp::client::ClientOptions::default(),
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(RemoteVersionError::Session)?;
         let version = session.identity().version.clone();
         let _ = session.close().await;
-        version.ok_or_else(|| "its `initialize` answer has no serverInfo.version".to_string())
+        version.ok_or(RemoteVersionError::NoVersion)
     })
 }
 
