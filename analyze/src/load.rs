@@ -273,7 +273,7 @@ pub fn infer_role(
     }
     if server.is_empty() || server == "none" || server == "no-server" {
         Ok(Some(Role::NoServerControl))
-    } else if agent == "reference" {
+    } else if agentrank_schema::role::is_reference_agent(agent) {
         Ok(Some(Role::Reference))
     } else if let Some(m) = NullModel::parse(agent) {
         Ok(Some(Role::Null(m)))

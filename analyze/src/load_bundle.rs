@@ -14,7 +14,7 @@ use crate::load::LoadError;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
 use agentrank_schema::manifest::ManifestDraft;
 use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
-use agentrank_schema::role::AttemptRole;
+use agentrank_schema::role::{AttemptRole, ControlKind};
 use agentrank_schema::roster::{AgentConfig, AgentKind, RosterRow, ServerConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -23,19 +23,23 @@ use std::path::Path;
 /// built-in agents (`reference` and the three null models, whose names no roster agent may take) are
 /// never scored: the reference agent feeds the construct gate and reachability, the null models the
 /// null baseline.
-fn role_of(control_kind: Option<&str>, agent: &str) -> Role {
+fn role_of(control_kind: Option<ControlKind>, agent: &str) -> Role {
     let by_agent = || {
-        if agent == "reference" {
+        if agentrank_schema::role::is_reference_agent(agent) {
             Role::Reference
         } else {
             NullModel::parse(agent).map_or(Role::Scored, Role::Null)
         }
     };
     match control_kind {
-        Some("no-server") => Role::NoServerControl,
-        Some("reference" | "smoke" | "construct-extension") => Role::Reference,
-        Some(k) => NullModel::parse(k).map_or_else(by_agent, Role::Null),
-        None => by_agent(),
+        Some(ControlKind::NoServer) => Role::NoServerControl,
+        Some(ControlKind::Reference | ControlKind::Smoke | ControlKind::ConstructExtension) => {
+            Role::Reference
+        }
+        Some(ControlKind::NullNoTools) => Role::Null(NullModel::NoTools),
+        Some(ControlKind::NullStubbedEmpty) => Role::Null(NullModel::StubbedEmpty),
+        Some(ControlKind::NullRandomArgs) => Role::Null(NullModel::RandomArgs),
+        Some(ControlKind::Calibration) | None => by_agent(),
     }
 }
 
@@ -145,14 +149,14 @@ fn bundle_attempts(b: &LoadedBundle) -> Vec<Attempt> {
     // Control rows whose attempt is not in the attempts table still count for their gate.
     let known: BTreeSet<String> = attempts.iter().map(|a| a.attempt_id.clone()).collect();
     for c in &t.controls {
-        if known.contains(&c.attempt_id) || c.control_kind == "calibration" {
+        if known.contains(&c.attempt_id) || c.control_kind == ControlKind::Calibration {
             continue;
         }
         let mut index = 0;
         for a in &attempts {
             if a.task == c.task_id
                 && a.agent == c.agent_id
-                && a.role == role_of(Some(&c.control_kind), &c.agent_id)
+                && a.role == role_of(Some(c.control_kind), &c.agent_id)
             {
                 index += 1;
             }
@@ -168,7 +172,7 @@ fn bundle_attempts(b: &LoadedBundle) -> Vec<Attempt> {
             attempt_index: index,
             rerun_index: 0,
             outcome: c.outcome,
-            role: role_of(Some(&c.control_kind), &c.agent_id),
+            role: role_of(Some(c.control_kind), &c.agent_id),
             batch: 0,
             tool_calls: None,
             step_budget: None,

@@ -8,6 +8,7 @@ use agentrank_analyze::{Config, analyze, load};
 use agentrank_schema::bundle::{Staging, write_atomic};
 use agentrank_schema::ids::sha256_hex;
 use agentrank_schema::records::{ControlRecord, ProbeRecord, StagedUnit};
+use agentrank_schema::role::ControlKind;
 use agentrank_schema::sample::{sample_draft, sample_tapes, sample_units};
 use agentrank_schema::tape::{Plane, encode_tape, tape_path};
 
@@ -104,9 +105,9 @@ fn sealed_bundle_loads_and_is_analysed() {
         write_tapes(&staging, &id, i, &mut rec);
         let kind = match a.role {
             Role::Scored => None,
-            Role::NoServerControl => Some("no-server".to_string()),
-            Role::Reference => Some("reference".to_string()),
-            Role::Null(m) => Some(format!("null-{}", m.as_str())),
+            Role::NoServerControl => Some(ControlKind::NoServer),
+            Role::Reference => Some(ControlKind::Reference),
+            Role::Null(m) => ControlKind::parse(&format!("null-{}", m.as_str())),
         };
         let controls = kind
             .map(|k| {

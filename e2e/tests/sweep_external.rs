@@ -176,7 +176,7 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
         .tables
         .controls
         .iter()
-        .filter(|c| c.control_kind == "calibration")
+        .filter(|c| c.control_kind == agentrank_schema::role::ControlKind::Calibration)
         .map(|c| c.attempt_id.as_str())
         .collect();
     assert_eq!(calibration.len(), 8, "the 8 calibration tasks ran first");

@@ -119,7 +119,7 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         .tables
         .controls
         .iter()
-        .filter(|c| c.control_kind == "calibration")
+        .filter(|c| c.control_kind == agentrank_schema::role::ControlKind::Calibration)
         .map(|c| c.attempt_id.as_str())
         .collect();
     for (category, server) in &reference {
@@ -182,7 +182,7 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         .tables
         .controls
         .iter()
-        .filter(|c| c.control_kind == "construct-extension")
+        .filter(|c| c.control_kind == agentrank_schema::role::ControlKind::ConstructExtension)
         .collect();
     for c in &extension {
         assert_eq!(c.agent_id, "reference");

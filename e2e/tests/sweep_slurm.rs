@@ -927,7 +927,7 @@ fn a_sharded_sweep_on_slurm_equals_one_process_and_survives_a_cancelled_shard() 
             .tables
             .controls
             .iter()
-            .filter(|c| c.control_kind == "construct-extension")
+            .filter(|c| c.control_kind == agentrank_schema::role::ControlKind::ConstructExtension)
             .count()
     };
     assert_eq!(

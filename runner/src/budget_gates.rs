@@ -21,7 +21,7 @@
 //! manifest records every check ([`BudgetGateRecord`]) with the slots it skipped, and the analysis puts
 //! the refusal in the number's place on the agent's cells.
 
-use crate::plan::{BUILTIN_AGENTS, is_null_model};
+use crate::plan::{is_builtin_agent, is_null_model};
 use crate::sweep::{MAX_RERUNS, Specs, SweepError};
 use agentrank_gates::pooled_completion;
 use agentrank_gates::{MIN_SURFACE, leak_gate, pre_budget_null, surface_gate};
@@ -181,7 +181,7 @@ pub fn check_budget_gates(
     let mut draft = staging.draft()?;
     let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
     for s in &plan.attempts {
-        if s.kind == SlotKind::Scored && !BUILTIN_AGENTS.contains(&s.agent_id.as_str()) {
+        if s.kind == SlotKind::Scored && !is_builtin_agent(&s.agent_id) {
             pairs.insert((s.category.clone(), s.agent_id.clone()));
         }
     }

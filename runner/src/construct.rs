@@ -86,7 +86,7 @@ pub fn reference_slots<'p>(plan: &'p Plan, category: &str) -> Vec<&'p PlannedAtt
         .filter(|s| {
             s.kind == SlotKind::Scored
                 && s.category == category
-                && s.agent_id == "reference"
+                && agentrank_schema::role::is_reference_agent(&s.agent_id)
                 && s.server_id == reference
                 && core.contains(s.task_id.as_str())
         })

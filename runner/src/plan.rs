@@ -11,13 +11,9 @@ use agentrank_schema::sweep::{
 };
 use agentrank_schema::task::{CatalogFile, Category, TaskClass, TaskSpec, Tier};
 
-/// Built-in agents: they need no file under `roster/agents/`.
-pub const BUILTIN_AGENTS: [&str; 4] = ["reference", "no-tools", "stubbed-empty", "random-args"];
-
-/// The built-in null models (Fitness Report): never calibrated, never given safety probes.
-pub fn is_null_model(agent: &str) -> bool {
-    matches!(agent, "no-tools" | "stubbed-empty" | "random-args")
-}
+/// Built-in agents need no file under `roster/agents/`; the null models among them are never
+/// calibrated and never given safety probes.
+pub use agentrank_schema::role::{BuiltinAgent, is_builtin_agent, is_null_model};
 
 /// A sweep that cannot be planned, naming the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,7 +45,7 @@ pub fn derive_seed(sweep_seed: u64, attempt_id: &str) -> u64 {
 
 /// The model id of an agent (empty for built-in agents without a model).
 fn model_of(roster: &Roster, agent: &str) -> Result<String, PlanError> {
-    if BUILTIN_AGENTS.contains(&agent) {
+    if is_builtin_agent(agent) {
         return Ok(String::new());
     }
     roster
@@ -61,7 +57,7 @@ fn model_of(roster: &Roster, agent: &str) -> Result<String, PlanError> {
                 "agents",
                 format!(
                     "unknown agent `{agent}`: not built in ({}) and no roster/agents/{agent}.toml",
-                    BUILTIN_AGENTS.join(", ")
+                    BuiltinAgent::ALL.map(BuiltinAgent::as_str).join(", ")
                 ),
             )
         })
@@ -139,7 +135,7 @@ fn check_sweep(sweep: &SweepConfig) -> Result<(), PlanError> {
     let under_test: Vec<&String> = sweep
         .agents
         .iter()
-        .filter(|a| !BUILTIN_AGENTS.contains(&a.as_str()))
+        .filter(|a| !is_builtin_agent(a))
         .collect();
     if sweep.null_modes && !under_test.is_empty() {
         // An agent's no-tools null is its no-server control; its random-arguments null is the built-in
@@ -343,11 +339,7 @@ fn push_null_mode_slots(
         .iter()
         .filter(|t| t.class == TaskClass::Core)
         .collect();
-    for agent in sweep
-        .agents
-        .iter()
-        .filter(|a| !BUILTIN_AGENTS.contains(&a.as_str()))
-    {
+    for agent in sweep.agents.iter().filter(|a| !is_builtin_agent(a)) {
         let model = model_of(roster, agent)?;
         for (i, task) in core_tasks.iter().enumerate() {
             let server_id = &block.servers[i % block.servers.len()];
@@ -381,7 +373,10 @@ fn push_construct_slots(
     attempts: &mut Vec<PlannedAttempt>,
 ) {
     if sweep.construct_batches > 0
-        && sweep.agents.iter().any(|a| a == "reference")
+        && sweep
+            .agents
+            .iter()
+            .any(|a| agentrank_schema::role::is_reference_agent(a))
         && let Some(reference) = roster.category_reference(ctx.category)
         && ctx.block.servers.contains(&reference.id)
     {
@@ -393,7 +388,7 @@ fn push_construct_slots(
                     ctx.category,
                     &reference.id,
                     &reference.package.version,
-                    "reference",
+                    BuiltinAgent::Reference.as_str(),
                     "",
                     &task.id,
                     &ctx.task_version,

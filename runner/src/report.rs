@@ -7,6 +7,7 @@
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::LoadedBundle;
 use agentrank_schema::records::AttemptRecord;
+use agentrank_schema::role::ControlKind;
 use agentrank_schema::tape::{Dir, TapeLine};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -110,15 +111,15 @@ pub fn roster_rows(
         .iter()
         .filter(|c| {
             matches!(
-                c.control_kind.as_str(),
-                "calibration" | "construct-extension"
+                c.control_kind,
+                ControlKind::Calibration | ControlKind::ConstructExtension
             )
         })
         .map(|c| c.attempt_id.as_str())
         .collect();
     let mut by_server: BTreeMap<&str, Vec<&AttemptRecord>> = BTreeMap::new();
     for a in &bundle.tables.attempts {
-        if a.agent_id == "reference"
+        if agentrank_schema::role::is_reference_agent(&a.agent_id)
             && a.class == "core"
             && !a.server_id.is_empty()
             && !repeats.contains(a.attempt_id.as_str())
@@ -362,9 +363,9 @@ mod tests {
             role: None,
             ..template.clone()
         };
-        let control = |id: &str, kind: &str| ControlRecord {
+        let control = |id: &str, kind: ControlKind| ControlRecord {
             attempt_id: id.into(),
-            control_kind: kind.into(),
+            control_kind: kind,
             category: "databases".into(),
             agent_id: "reference".into(),
             server_id: Some("dbhub".into()),
@@ -390,8 +391,8 @@ mod tests {
                     attempt("a3", OutcomeClass::Fail),
                 ],
                 controls: vec![
-                    control("a2", "calibration"),
-                    control("a3", "construct-extension"),
+                    control("a2", ControlKind::Calibration),
+                    control("a3", ControlKind::ConstructExtension),
                 ],
                 ..Default::default()
             },

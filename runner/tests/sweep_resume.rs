@@ -123,8 +123,10 @@ fn comparable(dir: &Path, skip: &BTreeSet<Slot>) -> String {
         .retain(|r| !skipped.contains(&r.attempt_id));
     t.task_instances
         .retain(|r| !skipped.contains(&r.attempt_id));
-    t.controls
-        .retain(|r| !skipped.contains(&r.attempt_id) && r.control_kind != "smoke");
+    t.controls.retain(|r| {
+        !skipped.contains(&r.attempt_id)
+            && r.control_kind != agentrank_schema::role::ControlKind::Smoke
+    });
     for a in &mut t.attempts {
         a.started_at = 0;
         a.ended_at = 0;
@@ -439,7 +441,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
             .tables
             .controls
             .iter()
-            .filter(|c| c.control_kind == "calibration")
+            .filter(|c| c.control_kind == agentrank_schema::role::ControlKind::Calibration)
             .collect();
         let tasks: BTreeSet<&str> = cal.iter().map(|c| c.task_id.as_str()).collect();
         assert_eq!(tasks.len(), 8, "{}: calibration tasks", d.display());

@@ -6,7 +6,7 @@
 //! epoch in UTC (`Timestamp(Microsecond, "UTC")`); optional values are nullable columns.
 
 use crate::outcome::OutcomeClass;
-use crate::role::AttemptRole;
+use crate::role::{AttemptRole, ControlKind};
 use crate::table::{Table, f_bool, f_f64, f_i64, f_str, f_ts};
 use arrow_schema::Field;
 use serde::{Deserialize, Serialize};
@@ -264,7 +264,7 @@ pub struct ControlRecord {
     /// `no-server`, `null-no-tools`, `null-stubbed-empty`, `null-random-args`, `reference`, `smoke`,
     /// `calibration` (Methodology §6.4: never scored; its duration fixes the agent's timeout budget),
     /// `construct-extension` (a construct-gate extension attempt; its `attempt_index` is the batch).
-    pub control_kind: String,
+    pub control_kind: ControlKind,
     pub category: String,
     pub agent_id: String,
     /// Null for the no-server control.
@@ -295,7 +295,7 @@ impl Table for ControlRecord {
         ]
     }
     fn sort_key(&self) -> String {
-        format!("{}\u{1f}{}", self.control_kind, self.attempt_id)
+        format!("{}\u{1f}{}", self.control_kind.as_str(), self.attempt_id)
     }
 }
 

@@ -268,7 +268,7 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 controls: if i == 0 {
                     vec![ControlRecord {
                         attempt_id: attempt_id.clone(),
-                        control_kind: "no-server".into(),
+                        control_kind: crate::role::ControlKind::NoServer,
                         category: "databases".into(),
                         agent_id: "reference".into(),
                         server_id: None,

@@ -73,6 +73,21 @@ fn analysis_arrow_schemas() {
     );
 }
 
+/// The words of the fixed word lists, as written in the tables and files (serde's spelling).
+#[test]
+fn word_lists() {
+    fn words<T: serde::Serialize>(all: &[T]) -> String {
+        all.iter()
+            .map(|w| serde_json::to_string(w).expect("a word"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    use agentrank_schema::role::{AttemptRole, BuiltinAgent, ControlKind};
+    insta::assert_snapshot!("words_attempt_role", words(&AttemptRole::ALL));
+    insta::assert_snapshot!("words_builtin_agent", words(&BuiltinAgent::ALL));
+    insta::assert_snapshot!("words_control_kind", words(&ControlKind::ALL));
+}
+
 #[test]
 fn manifest_of_the_sample_bundle() {
     let tmp = tempfile::tempdir().expect("tmp");

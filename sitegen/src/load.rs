@@ -542,7 +542,11 @@ fn fill_from_records(t: &mut TaskInput, tables: &agentrank_schema::bundle::Table
     let leak: Vec<&str> = tables
         .controls
         .iter()
-        .filter(|c| c.task_id == t.id && c.control_kind == "no-server" && c.passed)
+        .filter(|c| {
+            c.task_id == t.id
+                && c.control_kind == agentrank_schema::role::ControlKind::NoServer
+                && c.passed
+        })
         .map(|c| c.agent_id.as_str())
         .collect();
     if !leak.is_empty() {

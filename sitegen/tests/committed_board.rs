@@ -80,7 +80,7 @@ fn completion_from_attempts(
     let baselines: BTreeSet<&str> = tables
         .controls
         .iter()
-        .filter(|c| c.control_kind != "smoke")
+        .filter(|c| c.control_kind != agentrank_schema::role::ControlKind::Smoke)
         .map(|c| c.attempt_id.as_str())
         .collect();
     let mut per_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();

@@ -52,8 +52,10 @@ pub fn comparable(dir: &Path, skip: &BTreeSet<Slot>) -> String {
         .retain(|r| !skipped.contains(&r.attempt_id));
     t.task_instances
         .retain(|r| !skipped.contains(&r.attempt_id));
-    t.controls
-        .retain(|r| !skipped.contains(&r.attempt_id) && r.control_kind != "smoke");
+    t.controls.retain(|r| {
+        !skipped.contains(&r.attempt_id)
+            && r.control_kind != agentrank_schema::role::ControlKind::Smoke
+    });
     for a in &mut t.attempts {
         a.started_at = 0;
         a.ended_at = 0;

@@ -1114,7 +1114,7 @@ pub fn install_for_agents(
     let mut pins: BTreeMap<String, ModelPin> = BTreeMap::new();
     for id in agent_ids {
         let Some(agent) = roster.agents.get(id) else {
-            if crate::plan::BUILTIN_AGENTS.contains(&id.as_str()) {
+            if crate::plan::is_builtin_agent(id) {
                 continue;
             }
             return Err(ManagedError::Pin {

@@ -18,6 +18,7 @@ use agentrank_schema::records::{
     ToolCallRecord, VerifierResultRecord,
 };
 use agentrank_schema::role::AttemptRole;
+use agentrank_schema::role::ControlKind;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
 use agentrank_schema::tape::{Plane, TapeLine, tape_path};
 use agentrank_schema::task::TaskSet;
@@ -392,21 +393,21 @@ fn control_rows(
     // The repeats a sweep adds on a reference server: control rows that keep them out of every score.
     let repeat = match slot.kind {
         SlotKind::ConstructExtension => Some((
-            "construct-extension",
+            ControlKind::ConstructExtension,
             format!(
                 "construct gate extension batch {} (registered before the sweep; run because the gate resolved neither way)",
                 slot.attempt_index
             ),
         )),
         SlotKind::Calibration => Some((
-            "calibration",
+            ControlKind::Calibration,
             format!(
                 "timeout calibration (Methodology §6.4): a calibration task on the category's reference server, run under the {} s upper bound before any scored attempt; its duration fixes the agent's budget; never scored",
                 limit.as_secs()
             ),
         )),
         SlotKind::NullStubbedEmpty => Some((
-            "null-stubbed-empty",
+            ControlKind::NullStubbedEmpty,
             "null baseline as a mode of this agent (Fitness Report): the server's tools listed, every tools/call answered with empty content by the tap; run before the agent's scored attempts; never scored".to_string(),
         )),
         _ => None,
@@ -414,7 +415,7 @@ fn control_rows(
     if let Some((kind, detail)) = repeat {
         controls.push(ControlRecord {
             attempt_id: id.clone(),
-            control_kind: kind.into(),
+            control_kind: kind,
             category: slot.category.clone(),
             agent_id: slot.agent_id.clone(),
             server_id: Some(slot.server_id.clone()),
@@ -428,7 +429,7 @@ fn control_rows(
     if slot.kind == SlotKind::NoServerControl {
         controls.push(ControlRecord {
             attempt_id: id.clone(),
-            control_kind: "no-server".into(),
+            control_kind: ControlKind::NoServer,
             category: slot.category.clone(),
             agent_id: slot.agent_id.clone(),
             server_id: None,
@@ -865,7 +866,7 @@ mod tests {
         let unit = assemble(f);
         assert_eq!(unit.controls.len(), 1);
         let c = &unit.controls[0];
-        assert_eq!(c.control_kind, "calibration");
+        assert_eq!(c.control_kind, ControlKind::Calibration);
         assert!(
             c.detail.contains("under the 900 s upper bound"),
             "{}",
@@ -884,7 +885,7 @@ mod tests {
         }));
         let unit = assemble(f);
         let c = &unit.controls[0];
-        assert_eq!(c.control_kind, "no-server");
+        assert_eq!(c.control_kind, ControlKind::NoServer);
         assert_eq!(c.server_id, None);
         assert_eq!(c.consequence.as_deref(), Some("quarantine wf-title"));
     }

@@ -20,33 +20,6 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// Which built-in agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
-    Reference,
-    NoTools,
-    StubbedEmpty,
-    RandomArgs,
-}
-
-impl Builtin {
-    /// The built-in agent of this id, if it is one.
-    pub fn from_id(id: &str) -> Option<Builtin> {
-        match id {
-            "reference" => Some(Builtin::Reference),
-            "no-tools" => Some(Builtin::NoTools),
-            "stubbed-empty" => Some(Builtin::StubbedEmpty),
-            "random-args" => Some(Builtin::RandomArgs),
-            _ => None,
-        }
-    }
-
-    /// Whether the agent attaches the server at all.
-    pub fn uses_server(self) -> bool {
-        !matches!(self, Builtin::NoTools)
-    }
-}
-
 /// What an agent run leaves behind.
 #[derive(Debug, Clone, Default)]
 pub struct AgentRun {

@@ -4,7 +4,7 @@
 //! runner's own MCP client, which writes the wire tape. A session that does not start is a harness
 //! fault when the harness failed, else the server's failure to start, named for the classifier.
 
-use super::builtin::{self, Builtin};
+use super::builtin;
 use super::launch::{Launched, Reach};
 use super::prepare::Prepared;
 use super::tapes::write_tape_lines;
@@ -15,6 +15,7 @@ use crate::roster::ResolvedLaunch;
 use crate::roster::install::InstalledServer;
 use crate::sandbox::World;
 use agentrank_schema::records::ProbeRecord;
+use agentrank_schema::role::BuiltinAgent;
 use agentrank_schema::roster::ServerConfig;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
 use agentrank_schema::tape::TapeLine;
@@ -173,12 +174,16 @@ fn drive_builtin(
     let clock = Instant::now();
     let outcome = rt.block_on(async {
         let options = ClientOptions {
-            stub_tool_calls: agent == Builtin::StubbedEmpty,
+            stub_tool_calls: agent == BuiltinAgent::StubbedEmpty,
             tape_info: Some(launched.tape_info.clone()),
             // The built-in agents wait at most this long for one call (the
             // slowest fixture page answers after 8 s); a tool that hangs
             // (one asked for a password, say) costs the null models no more.
-            request_timeout: Duration::from_secs(if agent == Builtin::Reference { 60 } else { 20 }),
+            request_timeout: Duration::from_secs(if agent == BuiltinAgent::Reference {
+                60
+            } else {
+                20
+            }),
             redactor: Some(env.redactor.clone()),
             ..ClientOptions::default()
         };
@@ -204,7 +209,7 @@ fn drive_builtin(
         let recipe = server.recipe(&instance.task_id);
         let fut = async {
             match agent {
-                Builtin::Reference => {
+                BuiltinAgent::Reference => {
                     // The listing its calls are judged against,
                     // on its own wire, under its time limit; a
                     // failed listing is on the wire too, and the
@@ -219,13 +224,13 @@ fn drive_builtin(
                     )
                     .await
                 }
-                Builtin::StubbedEmpty => {
+                BuiltinAgent::StubbedEmpty => {
                     builtin::run_stubbed_empty(&session, instance, progress).await
                 }
-                Builtin::RandomArgs => {
+                BuiltinAgent::RandomArgs => {
                     builtin::run_random_args(&session, instance, slot.seed, progress).await
                 }
-                Builtin::NoTools => builtin::run_no_tools(instance, progress),
+                BuiltinAgent::NoTools => builtin::run_no_tools(instance, progress),
             }
         };
         let timed_out = tokio::time::timeout(limit, fut).await.is_err();

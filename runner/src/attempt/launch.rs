@@ -5,13 +5,14 @@
 //! What cannot be launched is a harness fault; the world itself stays for the caller to tear down.
 
 use super::prepare::Prepared;
-use super::{AttemptEnv, SetupError, builtin::Builtin, setup};
+use super::{AttemptEnv, SetupError, setup};
 use crate::classify::HarnessFault;
 use crate::mcp::client::ClientOptions;
 use crate::roster::install::InstalledServer;
 use crate::roster::{LaunchContext, ResolvedLaunch, resolve_launch};
 use crate::sandbox::{BackendKind, ServerCommand, World};
 use agentrank_schema::records::{FixtureHealthRecord, ProbeRecord};
+use agentrank_schema::role::BuiltinAgent;
 use agentrank_schema::roster::ServerConfig;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
 use agentrank_schema::task::Environment;
@@ -209,7 +210,7 @@ fn start_command(
     if env.protocol_probes
         && reach == Reach::Stdio
         && first_try
-        && prep.builtin == Some(Builtin::Reference)
+        && prep.builtin == Some(BuiltinAgent::Reference)
         && smoke.contains(&instance.task_id)
     {
         let options = ClientOptions {
@@ -253,7 +254,7 @@ fn tape_info(
     env: &AttemptEnv,
     server: &ServerConfig,
     reach: &Reach,
-    builtin: Option<Builtin>,
+    builtin: Option<BuiltinAgent>,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut tape_info = serde_json::Map::new();
     tape_info.insert("server".into(), server.id.clone().into());
@@ -267,7 +268,7 @@ fn tape_info(
         tape_info.insert("transport".into(), "streamable-http".into());
         tape_info.insert("url".into(), url.clone().into());
     }
-    if builtin == Some(Builtin::Reference) {
+    if builtin == Some(BuiltinAgent::Reference) {
         // The reference agent calls its recipe's tools by name; the
         // listing its calls are judged against is taken on its own wire.
         tape_info.insert(

@@ -3,7 +3,7 @@
 //! A database that cannot be prepared is a harness fault recorded here; a roster or catalog error is a
 //! [`SetupError`].
 
-use super::builtin::{Builtin, Progress};
+use super::builtin::Progress;
 use super::{AttemptEnv, SetupError, now_us, setup};
 use crate::catalog::{render_probe, render_task};
 use crate::classify::HarnessFault;
@@ -11,6 +11,7 @@ use crate::dataset::client::Target;
 use crate::sandbox::DatabaseLink;
 use agentrank_schema::fixture::FixtureSite;
 use agentrank_schema::records::FixtureHealthRecord;
+use agentrank_schema::role::BuiltinAgent;
 use agentrank_schema::roster::ServerConfig;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
 use agentrank_schema::task::{Environment, TaskInstance, TaskSet};
@@ -85,12 +86,12 @@ pub(super) struct AttemptDb {
 pub(super) struct Prepared<'a> {
     pub(super) id: String,
     /// The built-in agent, when the slot's agent is one.
-    pub(super) builtin: Option<Builtin>,
+    pub(super) builtin: Option<BuiltinAgent>,
     /// An external agent's adapter configuration (Claude Code, Codex, the minimal loop).
     pub(super) external: Option<crate::agents::AgentConfig>,
     /// The built-in agent that drives the server (the reference agent's settings for an external
     /// agent, which drives the server itself through the tap).
-    pub(super) agent: Builtin,
+    pub(super) agent: BuiltinAgent,
     pub(super) rendered: Rendered,
     /// Whether the agent is given the server.
     pub(super) attach_server: bool,
@@ -123,15 +124,15 @@ pub(super) fn prepare<'a>(
 ) -> Result<Prepared<'a>, SetupError> {
     let id = slot.attempt_id.clone();
     // A built-in agent, or an external one (Claude Code, Codex, the minimal loop) from roster/agents/.
-    let builtin = Builtin::from_id(&slot.agent_id);
+    let builtin = BuiltinAgent::of(&slot.agent_id);
     let external = match builtin {
         Some(_) => None,
         None => Some(external_agent(env, slot)?),
     };
     // Everything below that is built-in specific reads `agent`; an external agent drives the server
     // itself through the tap.
-    let agent = builtin.unwrap_or(Builtin::Reference);
-    let uses_server = builtin.is_none_or(Builtin::uses_server);
+    let agent = builtin.unwrap_or(BuiltinAgent::Reference);
+    let uses_server = builtin.is_none_or(BuiltinAgent::uses_server);
     let rendered = render(env, slot)?;
     let attach_server = slot.kind != SlotKind::NoServerControl && uses_server;
     let server = if slot.kind == SlotKind::NoServerControl {

@@ -109,7 +109,7 @@ pub fn agent_config_record(
     agent: &str,
 ) -> Result<serde_json::Value, AgentConfigError> {
     let mut record = serde_json::Map::new();
-    if crate::plan::BUILTIN_AGENTS.contains(&agent) {
+    if crate::plan::is_builtin_agent(agent) {
         record.insert("id".into(), agent.into());
         record.insert("program".into(), "agentrank-run (built in)".into());
         record.insert("program_version".into(), env!("CARGO_PKG_VERSION").into());
@@ -201,7 +201,7 @@ pub(super) fn draft_for(
         .iter()
         .map(|a| LockedAgent {
             agent_id: a.clone(),
-            program: if crate::plan::BUILTIN_AGENTS.contains(&a.as_str()) {
+            program: if crate::plan::is_builtin_agent(a) {
                 "agentrank-run (built in)".into()
             } else {
                 roster
@@ -223,7 +223,7 @@ pub(super) fn draft_for(
     let agent_configs: BTreeMap<String, serde_json::Value> = sweep
         .agents
         .iter()
-        .filter(|a| !crate::plan::BUILTIN_AGENTS.contains(&a.as_str()))
+        .filter(|a| !crate::plan::is_builtin_agent(a))
         .filter_map(|a| {
             agent_config_record(roster_dir, roster, a)
                 .ok()

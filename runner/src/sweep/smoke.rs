@@ -27,7 +27,11 @@ pub fn smoke_gate(
         let is_smoke = crate::plan::parse_category(&category)
             .and_then(|c| specs.catalog.category(c))
             .is_some_and(|f| f.smoke.contains(&task));
-        if kind != SlotKind::Scored || agent != "reference" || !is_reference || !is_smoke {
+        if kind != SlotKind::Scored
+            || !agentrank_schema::role::is_reference_agent(&agent)
+            || !is_reference
+            || !is_smoke
+        {
             continue;
         }
         let mut attempts = Vec::new();
@@ -50,7 +54,7 @@ pub fn smoke_gate(
         }
         rows.push(ControlRecord {
             attempt_id: control.attempt_id,
-            control_kind: "smoke".into(),
+            control_kind: agentrank_schema::role::ControlKind::Smoke,
             category,
             agent_id: agent,
             server_id: Some(server),

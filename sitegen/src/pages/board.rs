@@ -321,7 +321,7 @@ fn board_groups(
                 .collect(),
         });
     }
-    if agent.id == "reference" && !groups.is_empty() {
+    if agentrank_schema::role::is_reference_agent(&agent.id) && !groups.is_empty() {
         let rows = groups.drain(..).flat_map(|g| g.rows).collect();
         groups.push(BoardGroup {
             id: "reachability".into(),

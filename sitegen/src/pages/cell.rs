@@ -438,7 +438,7 @@ fn cell_headline(c: Option<&CellAnalysis>, agent: &str, control: bool) -> String
         ),
         Some(CellAnalysis {
             baseline: Some(b), ..
-        }) if agent == "reference" => format!(
+        }) if agentrank_schema::role::is_reference_agent(agent) => format!(
             "Reachability {}: the reference agent, given the answer key and this server's recipe, passed this share of core tasks (mean of per-task pass rates). A built-in agent: never ranked, no interval.",
             pct(*b)
         ),

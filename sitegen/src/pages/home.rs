@@ -27,7 +27,7 @@ pub fn home(ix: &Index<'_>) -> PageModel {
         for (j, a) in agents.iter().enumerate() {
             let board = paths::board(c, &a.id);
             if is_builtin(&a.id) {
-                let role = if a.id == "reference" {
+                let role = if agentrank_schema::role::is_reference_agent(&a.id) {
                     "reference agent: reachability"
                 } else {
                     "null model: a baseline"
@@ -212,9 +212,10 @@ fn agreement_line(ix: &Index<'_>, category: &str) -> String {
     )
 }
 
-/// Whether an agent is built in (the reference agent or a null model): its board is a baseline.
+/// Whether an agent is built in (the reference agent or a null model, also as a plain table spells
+/// it): its board is a baseline.
 fn is_builtin(agent: &str) -> bool {
-    agent == "reference" || is_null_model(agent)
+    agentrank_schema::role::is_reference_agent(agent) || is_null_model(agent)
 }
 
 /// One real agent's headline board for the home page, and whether it ranks any server: the bands in

@@ -14,6 +14,7 @@ use crate::text::{num3, p_value, pct, visible};
 use crate::view::*;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::records::AttemptRecord;
+use agentrank_schema::role::ControlKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod agreement;
@@ -136,7 +137,7 @@ impl<'a> Index<'a> {
         let mut control_attempts: BTreeSet<&str> = b
             .controls
             .iter()
-            .filter(|c| c.control_kind == "no-server")
+            .filter(|c| c.control_kind == ControlKind::NoServer)
             .map(|c| c.attempt_id.as_str())
             .collect();
         control_attempts.extend(
@@ -148,7 +149,7 @@ impl<'a> Index<'a> {
         let calibration_attempts: BTreeSet<&str> = b
             .controls
             .iter()
-            .filter(|c| c.control_kind == "calibration")
+            .filter(|c| c.control_kind == ControlKind::Calibration)
             .map(|c| c.attempt_id.as_str())
             .collect();
         // A null baseline the agent ran against a server (`null-<mode>` controls) is evidence for the
@@ -156,7 +157,7 @@ impl<'a> Index<'a> {
         let null_kinds: BTreeMap<&str, &str> = b
             .controls
             .iter()
-            .filter(|c| c.control_kind.starts_with("null-"))
+            .filter(|c| c.control_kind.is_null())
             .map(|c| (c.attempt_id.as_str(), c.control_kind.as_str()))
             .collect();
         let mut by_cell: BTreeMap<_, Vec<_>> = BTreeMap::new();
@@ -293,14 +294,14 @@ impl<'a> Index<'a> {
     }
 }
 
-/// The null-model agents (Methodology: null baselines). Their cells are shown as baselines, never
-/// ranked.
+/// The null-model agents (Methodology: null baselines), also as a plain table may spell them
+/// (`null-no-tools`, `null:no-tools`). Their cells are shown as baselines, never ranked.
 pub fn is_null_model(agent: &str) -> bool {
     let a = agent
         .strip_prefix("null-")
         .or_else(|| agent.strip_prefix("null:"))
         .unwrap_or(agent);
-    matches!(a, "no-tools" | "stubbed-empty" | "random-args")
+    agentrank_schema::role::is_null_model(a)
 }
 
 /// A pseudo server standing for "no server attached" (the no-server control's cell).

@@ -112,7 +112,7 @@ pub(super) fn task_result_rows(
 
 pub(super) fn control_row(ix: &Index<'_>, from: &str, c: &ControlRecord) -> ControlRow {
     ControlRow {
-        kind: visible(&c.control_kind),
+        kind: visible(c.control_kind.as_str()),
         category: visible(&c.category),
         agent: visible(&c.agent_id),
         server: c

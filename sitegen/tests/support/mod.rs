@@ -1128,7 +1128,7 @@ pub fn real_shape(root: &Path) -> RealShape {
         if server.is_empty() {
             unit.controls.push(ControlRecord {
                 attempt_id: attempt_id.clone(),
-                control_kind: "no-server".into(),
+                control_kind: agentrank_schema::role::ControlKind::NoServer,
                 category: "databases".into(),
                 agent_id: agent.into(),
                 server_id: None,
@@ -1157,7 +1157,7 @@ pub fn real_shape(root: &Path) -> RealShape {
             if agent == "reference" {
                 unit.controls.push(ControlRecord {
                     attempt_id: attempt_id.clone(),
-                    control_kind: "smoke".into(),
+                    control_kind: agentrank_schema::role::ControlKind::Smoke,
                     category: "databases".into(),
                     agent_id: agent.into(),
                     server_id: Some(sid.clone()),
