@@ -8,7 +8,7 @@ use super::builtin;
 use super::launch::{Launched, Reach};
 use super::prepare::Prepared;
 use super::tapes::write_tape_lines;
-use super::{AttemptEnv, SetupError, setup};
+use super::{AttemptEnv, SetupError, failed};
 use crate::classify::HarnessFault;
 use crate::mcp::client::{ClientOptions, McpSession};
 use crate::roster::ResolvedLaunch;
@@ -118,7 +118,7 @@ pub(super) fn drive_attached(
             id,
             slot.kind == SlotKind::NullStubbedEmpty,
         )
-        .map_err(|e| setup(id, e.to_string()))?;
+        .map_err(failed(id))?;
         let clock = Instant::now();
         let run = run_external(env, rt, config, instance, Some(tap), prep.limit, id);
         driven.agent_time = Some(clock.elapsed());
@@ -131,7 +131,7 @@ pub(super) fn drive_attached(
                 .faults
                 .push(HarnessFault::AdapterCrash(e.to_string())),
         }
-        redact_tape_file(&mcp_tape, &env.redactor).map_err(|e| setup(id, e.to_string()))?;
+        redact_tape_file(&mcp_tape, &env.redactor).map_err(failed(id))?;
     } else {
         drive_builtin(
             env,

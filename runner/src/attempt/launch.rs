@@ -5,7 +5,7 @@
 //! What cannot be launched is a harness fault; the world itself stays for the caller to tear down.
 
 use super::prepare::Prepared;
-use super::{AttemptEnv, SetupError, setup};
+use super::{AttemptEnv, SetupError, failed, setup};
 use crate::classify::HarnessFault;
 use crate::mcp::client::ClientOptions;
 use crate::roster::install::InstalledServer;
@@ -176,7 +176,7 @@ fn start_command(
         server_env.insert("PATH".into(), p.clone());
     }
     let (read_only_paths, read_only_maps) =
-        read_only_paths(&installed.dir, &env.cache_dir).map_err(|e| setup(id, e.to_string()))?;
+        read_only_paths(&installed.dir, &env.cache_dir).map_err(failed(id))?;
     let command = ServerCommand {
         program: launch_spec.program.clone(),
         args: launch_spec.args.clone(),

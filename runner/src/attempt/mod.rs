@@ -35,16 +35,50 @@ use std::time::Duration;
 /// A problem that stops the sweep (as opposed to a recorded outcome), naming what is at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
+    /// A precondition the runner checks itself (a task missing from the catalog, …), in its words.
     #[error("attempt {attempt}: {message}")]
     Setup { attempt: String, message: String },
+    /// A step that failed with an error of its own.
+    #[error("attempt {attempt}: {cause}")]
+    Failed { attempt: String, cause: SetupCause },
     #[error(transparent)]
     Bundle(#[from] agentrank_schema::bundle::BundleError),
+}
+
+/// What made an attempt's setup step fail, kept whole.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupCause {
+    #[error(transparent)]
+    Tape(#[from] agentrank_schema::tape::TapeError),
+    #[error(transparent)]
+    Drive(#[from] drive::DriveError),
+    #[error(transparent)]
+    Runtime(#[from] launch::RuntimeError),
+    #[error(transparent)]
+    Roster(#[from] crate::roster::RosterError),
+    #[error(transparent)]
+    Render(#[from] crate::catalog::RenderError),
+    #[error(transparent)]
+    Agent(#[from] crate::agents::operator::AgentSetupError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn setup(attempt: &str, message: impl Into<String>) -> SetupError {
     SetupError::Setup {
         attempt: attempt.to_string(),
         message: message.into(),
+    }
+}
+
+/// The error of a failed setup step of `attempt`, keeping its cause.
+fn failed<E: Into<SetupCause>>(attempt: &str) -> impl FnOnce(E) -> SetupError + '_ {
+    move |e| SetupError::Failed {
+        attempt: attempt.to_string(),
+        cause: e.into(),
     }
 }
 

@@ -7,7 +7,7 @@
 use super::assemble::{AttemptFacts, ExternalFacts};
 use super::prepare::{AttemptDb, Prepared};
 use super::tapes::{write_agent_tape, write_empty_mcp_tape, write_tape_lines};
-use super::{AttemptEnv, Served, SetupError, now_us, setup};
+use super::{AttemptEnv, Served, SetupCause, SetupError, failed, now_us};
 use crate::classify::{ClassifyInput, HarnessFault, TimeLimit};
 use agentrank_schema::predicate::ObservedDatabase;
 use agentrank_schema::role::AttemptRole;
@@ -37,9 +37,14 @@ pub(super) fn observe(
     // Tapes: the wire tape exists whenever a session started; otherwise an empty one says why.
     let mcp_sha = match driven.mcp_sha {
         Some(s) => s,
-        None if mcp_tape.exists() => agentrank_schema::ids::sha256_hex(
-            &std::fs::read(&mcp_tape).map_err(|e| setup(id, e.to_string()))?,
-        ),
+        None if mcp_tape.exists() => {
+            agentrank_schema::ids::sha256_hex(&std::fs::read(&mcp_tape).map_err(|source| {
+                failed(id)(SetupCause::Io {
+                    path: mcp_tape.clone(),
+                    source,
+                })
+            })?)
+        }
         None => write_empty_mcp_tape(
             &mcp_tape,
             id,
@@ -104,7 +109,7 @@ pub(super) fn observe(
     }
     // Observe.
     let wire_lines = if mcp_tape.exists() {
-        agentrank_schema::tape::read_tape(&mcp_tape).map_err(|e| setup(id, e.to_string()))?
+        agentrank_schema::tape::read_tape(&mcp_tape).map_err(failed(id))?
     } else {
         vec![]
     };

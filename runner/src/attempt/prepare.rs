@@ -4,7 +4,7 @@
 //! [`SetupError`].
 
 use super::builtin::Progress;
-use super::{AttemptEnv, SetupError, now_us, setup};
+use super::{AttemptEnv, SetupError, failed, now_us, setup};
 use crate::catalog::{render_probe, render_task};
 use crate::classify::HarnessFault;
 use crate::dataset::client::Target;
@@ -138,11 +138,7 @@ pub(super) fn prepare<'a>(
     let server = if slot.kind == SlotKind::NoServerControl {
         None
     } else {
-        Some(
-            env.roster
-                .server(&slot.server_id)
-                .map_err(|e| setup(&id, e.to_string()))?,
-        )
+        Some(env.roster.server(&slot.server_id).map_err(failed(&id))?)
     };
     let started_at = now_us();
     let clock = Instant::now();
@@ -197,7 +193,7 @@ fn external_agent(
     })?;
     match crate::agents::operator::adapter_config(configured, &env.operator_env) {
         Some(Ok(c)) => Ok(c),
-        Some(Err(e)) => Err(setup(id, e.to_string())),
+        Some(Err(e)) => Err(failed(id)(e)),
         None => Err(setup(
             id,
             format!(
@@ -286,7 +282,7 @@ fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupErro
             })?;
             render_task(spec, slot.seed)
                 .map(Rendered::Task)
-                .map_err(|e| setup(&slot.attempt_id, e.to_string()))
+                .map_err(failed(&slot.attempt_id))
         }
         SlotKind::SafetyProbe => {
             let spec = env.catalog.probe(&slot.task_id).ok_or_else(|| {
@@ -295,8 +291,7 @@ fn render(env: &AttemptEnv, slot: &PlannedAttempt) -> Result<Rendered, SetupErro
                     format!("no probe `{}` in the catalog", slot.task_id),
                 )
             })?;
-            let p = render_probe(spec, slot.seed)
-                .map_err(|e| setup(&slot.attempt_id, e.to_string()))?;
+            let p = render_probe(spec, slot.seed).map_err(failed(&slot.attempt_id))?;
             // A probe runs like a task: same world, same agent loop.
             let as_task = TaskInstance {
                 task_id: p.probe_id.clone(),

@@ -3,7 +3,7 @@
 //! session started.
 
 use super::builtin::AgentRun;
-use super::{SetupError, setup};
+use super::{SetupError, failed, setup};
 use agentrank_schema::tape::{EndLine, MetaLine, Plane, TapeLine, TapeWriter};
 use std::path::Path;
 
@@ -23,18 +23,18 @@ pub(super) fn write_agent_tape(
         started_at,
         info: Default::default(),
     };
-    let mut w = TapeWriter::create(path, &meta).map_err(|e| setup(attempt_id, e.to_string()))?;
+    let mut w = TapeWriter::create(path, &meta).map_err(failed(attempt_id))?;
     let mut last_t = 0;
     for turn in &run.turns {
         last_t = turn.t;
         w.write(&TapeLine::Turn(redactor.apply_record(turn)))
-            .map_err(|e| setup(attempt_id, e.to_string()))?;
+            .map_err(failed(attempt_id))?;
     }
     w.finish(EndLine {
         t: last_t,
         reason: end.to_string(),
     })
-    .map_err(|e| setup(attempt_id, e.to_string()))
+    .map_err(failed(attempt_id))
 }
 
 /// Writes complete tape lines (a meta line first, an end line last when the run ended) and returns the
@@ -51,31 +51,29 @@ pub(super) fn write_tape_lines(
             format!("{}: a tape without its meta line", path.display()),
         ));
     };
-    let mut w = TapeWriter::create(path, &redactor.apply_record(meta))
-        .map_err(|e| setup(attempt_id, e.to_string()))?;
+    let mut w =
+        TapeWriter::create(path, &redactor.apply_record(meta)).map_err(failed(attempt_id))?;
     let mut end = None;
     for line in &lines[1..] {
         match line {
             TapeLine::End(e) => end = Some(e.clone()),
             TapeLine::Turn(t) => w
                 .write(&TapeLine::Turn(redactor.apply_record(t)))
-                .map_err(|e| setup(attempt_id, e.to_string()))?,
+                .map_err(failed(attempt_id))?,
             TapeLine::Message(m) => w
                 .write(&TapeLine::Message(redactor.apply_record(m)))
-                .map_err(|e| setup(attempt_id, e.to_string()))?,
+                .map_err(failed(attempt_id))?,
             TapeLine::Unknown(v) => w
                 .write(&TapeLine::Unknown(redactor.apply_record(v)))
-                .map_err(|e| setup(attempt_id, e.to_string()))?,
-            meta @ TapeLine::Meta(_) => w
-                .write(meta)
-                .map_err(|e| setup(attempt_id, e.to_string()))?,
+                .map_err(failed(attempt_id))?,
+            meta @ TapeLine::Meta(_) => w.write(meta).map_err(failed(attempt_id))?,
         }
     }
     let end = end.unwrap_or(EndLine {
         t: 0,
         reason: "eof".into(),
     });
-    w.finish(end).map_err(|e| setup(attempt_id, e.to_string()))
+    w.finish(end).map_err(failed(attempt_id))
 }
 
 /// Writes a wire tape with no session on it (`reason` says why) and returns the file's SHA-256.
@@ -92,10 +90,10 @@ pub(super) fn write_empty_mcp_tape(
         started_at,
         info: Default::default(),
     };
-    let w = TapeWriter::create(path, &meta).map_err(|e| setup(attempt_id, e.to_string()))?;
+    let w = TapeWriter::create(path, &meta).map_err(failed(attempt_id))?;
     w.finish(EndLine {
         t: 0,
         reason: reason.into(),
     })
-    .map_err(|e| setup(attempt_id, e.to_string()))
+    .map_err(failed(attempt_id))
 }
