@@ -1,10 +1,11 @@
-//! Protocol conformance as analysis tables: the checks of a bundle's mcp tapes (made once at load by
-//! [`check_bundle`], the IO edge) turned into one row per (category, server), one per attempt and one
-//! per group of violations. A measured attribute, never scored.
+//! Protocol conformance as analysis tables: the checks of a bundle's mcp tapes (read once at load by
+//! [`check_bundle`], the IO edge: the bundle's sealed `tape_checks` when this checker made them, else
+//! the tapes) turned into one row per (category, server), one per attempt and one per group of
+//! violations. A measured attribute, never scored.
 
 use agentrank_conformance::{
-    AttemptReport, ConformanceError, RevisionSource, RevisionStatus, Side, aggregate,
-    check_bundle_where,
+    AttemptReport, ConformanceError, RevisionSource, RevisionStatus, Side, Source, aggregate,
+    check_bundle_tapes_where, check_bundle_where,
 };
 use agentrank_schema::analysis::{ConformanceAttemptRow, ConformanceRow, ConformanceViolationRow};
 use agentrank_schema::bundle::LoadedBundle;
@@ -26,27 +27,60 @@ pub fn server_answers(role: Option<AttemptRole>) -> bool {
     )
 }
 
-/// Checks the mcp tape of every attempt of the bundle in which the real server answers.
-pub fn check_bundle(b: &LoadedBundle) -> Result<Vec<CheckedAttempt>, ConformanceError> {
-    let checked = check_bundle_where(b, |a| server_answers(a.role) && !a.server_id.is_empty())?;
+/// How a bundle's protocol conformance is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Not at all: no conformance tables.
+    Skip,
+    /// From the bundle's sealed `tape_checks` when this checker made them, else from the tapes.
+    Bundle,
+    /// From the tapes, whatever the bundle stores.
+    Tapes,
+}
+
+/// The check of every attempt of the bundle in which the real server answers, read as `how` says
+/// (`None` for [`Check::Skip`]). Says on standard error when a bundle's stored checks are not used.
+pub fn check_bundle(
+    b: &LoadedBundle,
+    how: Check,
+) -> Result<Option<Vec<CheckedAttempt>>, ConformanceError> {
+    let keep = |a: &agentrank_schema::records::AttemptRecord| {
+        server_answers(a.role) && !a.server_id.is_empty()
+    };
+    let checked = match how {
+        Check::Skip => return Ok(None),
+        Check::Bundle => check_bundle_where(b, keep)?,
+        Check::Tapes => check_bundle_tapes_where(b, keep)?,
+    };
+    if let Source::Tapes(why) = &checked.source
+        && how == Check::Bundle
+        && b.tables.tape_checks.is_some()
+    {
+        eprintln!(
+            "{}: protocol conformance checked from the tapes: {why}",
+            b.dir.display()
+        );
+    }
     let category: std::collections::HashMap<&str, &str> = b
         .tables
         .attempts
         .iter()
         .map(|a| (a.attempt_id.as_str(), a.category.as_str()))
         .collect();
-    Ok(checked
-        .attempts
-        .into_iter()
-        .map(|report| CheckedAttempt {
-            category: category
-                .get(report.attempt_id.as_str())
-                .copied()
-                .unwrap_or_default()
-                .to_string(),
-            report,
-        })
-        .collect())
+    Ok(Some(
+        checked
+            .attempts
+            .into_iter()
+            .map(|report| CheckedAttempt {
+                category: category
+                    .get(report.attempt_id.as_str())
+                    .copied()
+                    .unwrap_or_default()
+                    .to_string(),
+                report,
+            })
+            .collect(),
+    ))
 }
 
 fn i(n: u64) -> i64 {

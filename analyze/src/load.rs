@@ -479,11 +479,14 @@ pub fn tool_calls(t: &StringTable) -> Result<Vec<ToolCall>, LoadError> {
 
 /// Load one positional input: a bundle directory, or an attempts table.
 pub fn load_input(path: &Path) -> Result<Input, LoadError> {
-    load_input_checking(path, true)
+    load_input_checking(path, crate::conformance::Check::Bundle)
 }
 
-/// [`load_input`], checking a bundle's tapes for protocol conformance only when `conformance` is set.
-pub fn load_input_checking(path: &Path, conformance: bool) -> Result<Input, LoadError> {
+/// [`load_input`], with a bundle's protocol conformance read as `conformance` says.
+pub fn load_input_checking(
+    path: &Path,
+    conformance: crate::conformance::Check,
+) -> Result<Input, LoadError> {
     if path.is_dir() {
         return crate::load_bundle::load_bundle_checking(path, conformance);
     }

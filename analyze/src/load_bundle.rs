@@ -389,28 +389,27 @@ pub fn input_from_bundle(b: &LoadedBundle) -> Input {
     }
 }
 
-/// Load a sealed bundle directory, checking its tapes for protocol conformance.
+/// Load a sealed bundle directory with its protocol conformance (the bundle's `tape_checks`, else its
+/// tapes).
 pub fn load_bundle(path: &Path) -> Result<Input, LoadError> {
-    load_bundle_checking(path, true)
+    load_bundle_checking(path, crate::conformance::Check::Bundle)
 }
 
-/// Load a sealed bundle directory; its tapes are read for protocol conformance only when
-/// `conformance` is set.
-pub fn load_bundle_checking(path: &Path, conformance: bool) -> Result<Input, LoadError> {
+/// Load a sealed bundle directory, with its protocol conformance read as `conformance` says.
+pub fn load_bundle_checking(
+    path: &Path,
+    conformance: crate::conformance::Check,
+) -> Result<Input, LoadError> {
     let b = read_bundle(path).map_err(|e| LoadError::Bundle {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
     let mut input = input_from_bundle(&b);
-    if !conformance {
-        return Ok(input);
-    }
-    input.conformance =
-        Some(
-            crate::conformance::check_bundle(&b).map_err(|e| LoadError::Bundle {
-                path: path.display().to_string(),
-                message: format!("checking protocol conformance: {e}"),
-            })?,
-        );
+    input.conformance = crate::conformance::check_bundle(&b, conformance).map_err(|e| {
+        LoadError::Bundle {
+            path: path.display().to_string(),
+            message: format!("checking protocol conformance: {e}"),
+        }
+    })?;
     Ok(input)
 }

@@ -48,10 +48,14 @@ struct Args {
     /// Worker threads for the bootstrap (default: all cores). Results do not depend on it.
     #[arg(long)]
     threads: Option<usize>,
-    /// Do not read the bundles' tapes for protocol conformance (no conformance tables are written;
+    /// Do not check protocol conformance (no conformance tables are written;
     /// the site then says "not checked").
-    #[arg(long)]
+    #[arg(long, conflicts_with = "conformance_from_tapes")]
     no_conformance: bool,
+    /// Check protocol conformance from the bundles' tapes even where a bundle holds the check sealed
+    /// with it (`tape_checks`), to see that the two agree.
+    #[arg(long)]
+    conformance_from_tapes: bool,
 }
 
 #[derive(Debug)]
@@ -70,7 +74,14 @@ fn run(args: Args) -> Result<(), Failure> {
     }
     let mut inputs = Vec::new();
     for p in &args.inputs {
-        let mut input = load::load_input_checking(p, !args.no_conformance)
+        let check = if args.no_conformance {
+            agentrank_analyze::conformance::Check::Skip
+        } else if args.conformance_from_tapes {
+            agentrank_analyze::conformance::Check::Tapes
+        } else {
+            agentrank_analyze::conformance::Check::Bundle
+        };
+        let mut input = load::load_input_checking(p, check)
             .with_context(|| format!("loading {}", p.display()))
             .map_err(Failure::BadInput)?;
         if input.kind == "attempts-table" {

@@ -71,6 +71,9 @@ pub struct BundleConformance {
     /// In the attempts table's order.
     pub attempts: Vec<AttemptReport>,
     pub servers: BTreeMap<String, ServerConformance>,
+    /// Where the attempts' checks came from.
+    #[serde(skip)]
+    pub source: crate::Source,
 }
 
 fn pointer_pattern(pointer: &str) -> String {

@@ -24,11 +24,15 @@
 //! once per process.
 //!
 //! Entry points: [`check_bundle`] for a sealed bundle (each attempt, and the figures per server), and
-//! [`check_tape_text`] for one decompressed tape.
+//! [`check_tape_text`] for one decompressed tape. The runner checks every tape once when it seals a
+//! bundle ([`check_sealed_tapes`]) and stores the result as the bundle's `tape_checks` and
+//! `tape_violations` tables; [`check_bundle`] reads those when this checker made them
+//! ([`checker_id`]) and checks the tapes otherwise, so bundles sealed before them get the same answer.
 
 mod aggregate;
 mod check;
 mod revision;
+mod stored;
 
 pub use aggregate::{
     AttemptReport, BundleConformance, Example, MAX_MESSAGES_PER_GROUP, ServerConformance,
@@ -39,6 +43,10 @@ pub use check::{
     Side, SideCounts, Violation, check_messages, check_tape_lines, check_tape_text,
 };
 pub use revision::Revision;
+pub use stored::{
+    CHECKER_VERSION, NotStored, StoredError, check_sealed_tapes, checker_id, from_records,
+    to_records,
+};
 
 use agentrank_schema::bundle::LoadedBundle;
 use agentrank_schema::records::AttemptRecord;
@@ -56,33 +64,56 @@ pub enum ConformanceError {
     },
     #[error("the pinned MCP schema of revision {revision} does not compile: {message}")]
     Schema { revision: Revision, message: String },
+    #[error("the bundle's tape_checks cannot be read: {0}")]
+    Stored(#[from] StoredError),
+}
+
+/// Where a bundle's checks came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The `tape_checks` and `tape_violations` tables sealed with the bundle, made by this checker.
+    SealedTables,
+    /// The tapes, checked now, and why the tables were not used.
+    Tapes(NotStored),
+}
+
+/// What one tape read reuses from the last: the decompression context and both buffers (a fresh
+/// buffer per tape was a page fault per page of every tape).
+#[derive(Default)]
+pub(crate) struct TapeReader {
+    dctx: Option<zstd::zstd_safe::DCtx<'static>>,
+    compressed: Vec<u8>,
+    text: Vec<u8>,
+}
+
+/// Reads and decompresses the tape at `path` into `reader`'s buffer.
+pub(crate) fn read_tape_file<'r>(
+    path: &std::path::Path,
+    reader: &'r mut TapeReader,
+) -> Result<&'r str, ConformanceError> {
+    let io = |source| ConformanceError::Tape {
+        path: path.to_path_buf(),
+        source,
+    };
+    reader.compressed.clear();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut reader.compressed))
+        .map_err(io)?;
+    let dctx = reader.dctx.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+    dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+        .map_err(|code| io(std::io::Error::other(zstd::zstd_safe::get_error_name(code))))?;
+    reader.text.clear();
+    zstd::stream::read::Decoder::with_context(&reader.compressed[..], dctx)
+        .read_to_end(&mut reader.text)
+        .map_err(io)?;
+    std::str::from_utf8(&reader.text)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// Reads and decompresses one attempt's mcp tape.
 pub fn read_mcp_tape(bundle: &LoadedBundle, attempt_id: &str) -> Result<String, ConformanceError> {
-    read_mcp_tape_with(bundle, attempt_id, &mut zstd::zstd_safe::DCtx::create())
-}
-
-/// [`read_mcp_tape`] with a decompression context kept across tapes (creating one per tape was a
-/// tenth of a bundle's check).
-fn read_mcp_tape_with(
-    bundle: &LoadedBundle,
-    attempt_id: &str,
-    dctx: &mut zstd::zstd_safe::DCtx<'static>,
-) -> Result<String, ConformanceError> {
     let path = bundle.dir.join(tape_path(attempt_id, Plane::Mcp));
-    let io = |source| ConformanceError::Tape {
-        path: path.clone(),
-        source,
-    };
-    let bytes = std::fs::read(&path).map_err(io)?;
-    dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
-        .map_err(|code| io(std::io::Error::other(zstd::zstd_safe::get_error_name(code))))?;
-    let mut text = String::new();
-    zstd::stream::read::Decoder::with_context(&bytes[..], dctx)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    Ok(text)
+    Ok(read_tape_file(&path, &mut TapeReader::default())?.to_string())
 }
 
 /// Checks the mcp tape of every attempt of a sealed bundle, in the attempts table's order, and
@@ -91,30 +122,75 @@ pub fn check_bundle(bundle: &LoadedBundle) -> Result<BundleConformance, Conforma
     check_bundle_where(bundle, |_| true)
 }
 
-/// [`check_bundle`] over the attempts `keep` selects (the rest are neither read nor counted).
+/// [`check_bundle`] over the attempts `keep` selects (the rest are neither read nor counted): from
+/// the bundle's `tape_checks` when this checker made them, else from the tapes.
 pub fn check_bundle_where(
     bundle: &LoadedBundle,
     keep: impl Fn(&AttemptRecord) -> bool,
 ) -> Result<BundleConformance, ConformanceError> {
-    let mut attempts = Vec::with_capacity(bundle.tables.attempts.len());
+    let kept: Vec<&AttemptRecord> = bundle.tables.attempts.iter().filter(|a| keep(a)).collect();
+    let ids: Vec<&str> = kept.iter().map(|a| a.attempt_id.as_str()).collect();
+    match stored::stored_checks(&bundle.tables, &ids) {
+        Ok(checks) => {
+            let attempts = kept
+                .iter()
+                .zip(checks?)
+                .map(|(a, conformance)| AttemptReport {
+                    attempt_id: a.attempt_id.clone(),
+                    server_id: a.server_id.clone(),
+                    conformance,
+                })
+                .collect();
+            Ok(bundle_conformance(bundle, attempts, Source::SealedTables))
+        }
+        Err(why) => check_tapes(bundle, &kept, why),
+    }
+}
+
+/// [`check_bundle_where`] from the tapes, whatever the bundle stores: for a reader who wants to see
+/// the stored tables agree with the tapes.
+pub fn check_bundle_tapes_where(
+    bundle: &LoadedBundle,
+    keep: impl Fn(&AttemptRecord) -> bool,
+) -> Result<BundleConformance, ConformanceError> {
+    let kept: Vec<&AttemptRecord> = bundle.tables.attempts.iter().filter(|a| keep(a)).collect();
+    check_tapes(bundle, &kept, NotStored::NotAsked)
+}
+
+fn check_tapes(
+    bundle: &LoadedBundle,
+    kept: &[&AttemptRecord],
+    why: NotStored,
+) -> Result<BundleConformance, ConformanceError> {
+    let mut attempts = Vec::with_capacity(kept.len());
     // Identical lines (a server's answers to initialize and tools/list, our own requests) are parsed
     // and validated once per bundle.
     let mut memo = check::Memo::default();
-    let mut dctx = zstd::zstd_safe::DCtx::create();
-    for a in bundle.tables.attempts.iter().filter(|a| keep(a)) {
-        let text = read_mcp_tape_with(bundle, &a.attempt_id, &mut dctx)?;
+    let mut reader = TapeReader::default();
+    for a in kept {
+        let path = bundle.dir.join(tape_path(&a.attempt_id, Plane::Mcp));
+        let text = read_tape_file(&path, &mut reader)?;
         attempts.push(AttemptReport {
             attempt_id: a.attempt_id.clone(),
             server_id: a.server_id.clone(),
-            conformance: check::check_tape_text_with(&text, &mut memo),
+            conformance: check::check_tape_text_with(text, &mut memo),
         });
     }
+    Ok(bundle_conformance(bundle, attempts, Source::Tapes(why)))
+}
+
+fn bundle_conformance(
+    bundle: &LoadedBundle,
+    attempts: Vec<AttemptReport>,
+    source: Source,
+) -> BundleConformance {
     let servers = aggregate(&attempts);
-    Ok(BundleConformance {
+    BundleConformance {
         bundle_id: bundle.manifest.draft.bundle_id.clone(),
         attempts,
         servers,
-    })
+        source,
+    }
 }
 
 /// Compiles the schema of every revision now, so the first tape checked does not pay for it. Fails

@@ -57,7 +57,7 @@ impl Revision {
         self as usize
     }
 
-    fn schema_text(self) -> &'static str {
+    pub(crate) fn schema_text(self) -> &'static str {
         match self {
             Revision::V2024_11_05 => include_str!("../../schema/mcp/2024-11-05/schema.json"),
             Revision::V2025_03_26 => include_str!("../../schema/mcp/2025-03-26/schema.json"),

@@ -331,6 +331,7 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
         );
     }
 
+    the_sealed_tape_checks_are_what_the_tapes_give(&sealed);
     each_fault_is_named_in_the_words_of_the_wire(&sealed);
     a_probe_the_server_never_answered_cleanly_could_not_be_checked(&sealed);
 
@@ -467,6 +468,30 @@ tasks = ["wf-html-code", "{PRIVATE_ID}"]
         }
         Err(e) => panic!("the site does not build: {e}"),
     }
+}
+
+/// The runner sealed the conformance check of every tape with the bundle; read back, it is exactly
+/// what checking the tapes now gives, attempt by attempt and server by server.
+fn the_sealed_tape_checks_are_what_the_tapes_give(sealed: &agentrank_schema::bundle::LoadedBundle) {
+    let stored = sealed
+        .tables
+        .tape_checks
+        .as_ref()
+        .expect("the runner seals tape_checks");
+    assert_eq!(stored.checks.len(), sealed.tables.attempts.len());
+    assert!(
+        stored
+            .violations
+            .iter()
+            .any(|v| v.definition == "CallToolResult" && v.side == "server"),
+        "the no-content server's violations are sealed"
+    );
+    let from_rows = agentrank_conformance::check_bundle(sealed).expect("from the sealed rows");
+    assert_eq!(from_rows.source, agentrank_conformance::Source::SealedTables);
+    let from_tapes = agentrank_conformance::check_bundle_tapes_where(sealed, |_| true)
+        .expect("from the tapes");
+    assert_eq!(from_rows.attempts, from_tapes.attempts);
+    assert_eq!(from_rows.servers, from_tapes.servers);
 }
 
 /// Each schema-invalid mode is reported with the definition and pointer at fault; our own messages

@@ -9,7 +9,6 @@ use crate::table::{ANALYSIS_FORMAT, Table, TableFormat};
 use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Version of the analysis tables and `analysis.json`: `MAJOR.MINOR`.
 ///
@@ -33,18 +32,10 @@ fn bool_(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Boolean, nullable)
 }
 fn list_i64(name: &str) -> Field {
-    Field::new(
-        name,
-        DataType::List(Arc::new(Field::new("element", DataType::Int64, false))),
-        false,
-    )
+    crate::table::f_list_i64(name)
 }
 fn list_utf8(name: &str) -> Field {
-    Field::new(
-        name,
-        DataType::List(Arc::new(Field::new("element", DataType::Utf8, false))),
-        false,
-    )
+    crate::table::f_list_str(name)
 }
 
 /// `completion.parquet`: one row per (category, view, agent, server) — the headline board and the

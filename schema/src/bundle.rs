@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! manifest.json            what the bundle is (see [`crate::manifest`])
-//! <table>.parquet          one file per table in [`crate::records::TABLE_NAMES`]
+//! <table>.parquet          one file per table in [`crate::records::TABLE_NAMES`], and the
+//!                          optional [`crate::records::OPTIONAL_TABLE_NAMES`] when checked at seal
 //! tapes/<attempt-id>.mcp.jsonl.zst, tapes/<attempt-id>.agent.jsonl.zst
 //! catalog/…                the task catalog snapshot (when given)
 //! SHA256SUMS               `<sha256>  <path>` for every other file, sorted by path
@@ -22,8 +23,9 @@ use crate::SCHEMA_VERSION;
 use crate::ids::{is_bundle_id, sha256_hex};
 use crate::manifest::{Manifest, ManifestDraft, TableEntry};
 use crate::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TABLE_NAMES,
-    TaskInstanceRecord, ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, OPTIONAL_TABLE_NAMES, ProbeRecord,
+    StagedUnit, TABLE_NAMES, TapeCheckRecord, TapeChecks, TapeViolationRecord, TaskInstanceRecord,
+    ToolCallRecord, VerifierResultRecord,
 };
 use crate::table::{
     META_SCHEMA_VERSION, META_TABLE, Table, TableError, check_schema, read_parquet,
@@ -96,7 +98,14 @@ pub enum BundleError {
     },
     #[error("{path}: the manifest lists no table {table}")]
     MissingTable { path: PathBuf, table: &'static str },
+    #[error("checking the staged tapes at seal: {0}")]
+    TapeCheck(Box<dyn std::error::Error + Send + Sync>),
 }
+
+/// What checks the tapes of a bundle being sealed: given the tables and the directory the tapes were
+/// copied into (tapes at each attempt's `tape_*_path`), the rows of [`TapeChecks`].
+pub type TapeChecker<'a> =
+    &'a dyn Fn(&Tables, &Path) -> Result<TapeChecks, Box<dyn std::error::Error + Send + Sync>>;
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
     move |source| BundleError::Io {
@@ -294,6 +303,16 @@ impl Staging {
     /// Seals the staged units into `bundles/<bundle-id>/` and returns its path. `catalog_dir`, when
     /// given, is copied into the bundle as the task catalog snapshot. Safe to call again after a crash.
     pub fn seal(&self, catalog_dir: Option<&Path>) -> Result<PathBuf, BundleError> {
+        self.seal_checking(catalog_dir, None)
+    }
+
+    /// [`Self::seal`], and when `checker` is given, the tables it derives from the copied tapes
+    /// (`tape_checks`, `tape_violations`) are sealed with the others.
+    pub fn seal_checking(
+        &self,
+        catalog_dir: Option<&Path>,
+        checker: Option<TapeChecker<'_>>,
+    ) -> Result<PathBuf, BundleError> {
         let final_dir = self.bundles_dir.join(&self.bundle_id);
         if final_dir.exists() {
             return Err(BundleError::AlreadySealed { path: final_dir });
@@ -345,6 +364,9 @@ impl Staging {
             }
         }
 
+        if let Some(check) = checker {
+            tables.tape_checks = Some(check(&tables, &work).map_err(BundleError::TapeCheck)?);
+        }
         let entries = tables.write(&work)?;
 
         let logs = self.root.join(LOGS);
@@ -393,6 +415,8 @@ pub struct Tables {
     pub probes: Vec<ProbeRecord>,
     pub fixture_health: Vec<FixtureHealthRecord>,
     pub task_instances: Vec<TaskInstanceRecord>,
+    /// The conformance check of the tapes, when the bundle was sealed with one (schema 1.4 on).
+    pub tape_checks: Option<TapeChecks>,
 }
 
 impl Tables {
@@ -409,7 +433,7 @@ impl Tables {
 
     /// Writes every table into `dir` (rows sorted by key) and returns the manifest entries.
     pub fn write(&mut self, dir: &Path) -> Result<Vec<TableEntry>, BundleError> {
-        Ok(vec![
+        let mut entries = vec![
             write_one(dir, &mut self.attempts)?,
             write_one(dir, &mut self.tool_calls)?,
             write_one(dir, &mut self.verifier_results)?,
@@ -417,7 +441,12 @@ impl Tables {
             write_one(dir, &mut self.probes)?,
             write_one(dir, &mut self.fixture_health)?,
             write_one(dir, &mut self.task_instances)?,
-        ])
+        ];
+        if let Some(checks) = &mut self.tape_checks {
+            entries.push(write_one(dir, &mut checks.checks)?);
+            entries.push(write_one(dir, &mut checks.violations)?);
+        }
+        Ok(entries)
     }
 }
 
@@ -681,6 +710,16 @@ fn read_manifest(dir: &Path, problems: &mut Problems) -> Option<Manifest> {
             problems.add(MANIFEST, format!("lists no table {name}"));
         }
     }
+    let optional = OPTIONAL_TABLE_NAMES.map(|name| manifest.table(name).is_some());
+    if optional.contains(&true) && optional.contains(&false) {
+        problems.add(
+            MANIFEST,
+            format!(
+                "lists only some of the tables {}: they are sealed together",
+                OPTIONAL_TABLE_NAMES.join(", ")
+            ),
+        );
+    }
     Some(manifest)
 }
 
@@ -795,6 +834,8 @@ fn check_table_file(name: &str, bytes: bytes::Bytes, rows: u64) -> Result<(), Ta
         "probes" => check_schema::<ProbeRecord>(schema, older),
         "fixture_health" => check_schema::<FixtureHealthRecord>(schema, older),
         "task_instances" => check_schema::<TaskInstanceRecord>(schema, older),
+        "tape_checks" => check_schema::<TapeCheckRecord>(schema, older),
+        "tape_violations" => check_schema::<TapeViolationRecord>(schema, older),
         other => return Err(TableFileError::UnknownTable(other.to_string())),
     }
     .map_err(TableFileError::Schema)
@@ -851,7 +892,14 @@ pub fn read_bundle(dir: &Path) -> Result<LoadedBundle, BundleError> {
         probes: load(dir, &manifest)?,
         fixture_health: load(dir, &manifest)?,
         task_instances: load(dir, &manifest)?,
+        tape_checks: None,
     };
+    if manifest.table(TapeCheckRecord::NAME).is_some() {
+        tables.tape_checks = Some(TapeChecks {
+            checks: load(dir, &manifest)?,
+            violations: load(dir, &manifest)?,
+        });
+    }
     // A bundle before schema 1.3 has no `role` column: its roles are derived as the runner decides them.
     crate::role::derive_roles(&mut tables.attempts, &tables.controls);
     Ok(LoadedBundle {

@@ -39,4 +39,4 @@ pub const METHODOLOGY_VERSION: &str = "1.0";
 
 /// Version of the bundle schema: `MAJOR.MINOR`. A reader accepts its own major and any minor up to its
 /// own; a newer minor or another major is refused.
-pub const SCHEMA_VERSION: &str = "1.3";
+pub const SCHEMA_VERSION: &str = "1.4";

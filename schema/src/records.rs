@@ -7,7 +7,7 @@
 
 use crate::outcome::OutcomeClass;
 use crate::role::{AttemptRole, ControlKind};
-use crate::table::{Table, f_bool, f_f64, f_i64, f_str, f_ts};
+use crate::table::{Table, f_bool, f_f64, f_i64, f_list_i64, f_list_str, f_str, f_ts};
 use arrow_schema::Field;
 use serde::{Deserialize, Serialize};
 
@@ -437,6 +437,125 @@ pub struct StagedUnit {
     #[serde(default)]
     pub task_instances: Vec<TaskInstanceRecord>,
 }
+
+/// One attempt's mcp tape, checked for protocol conformance when the bundle was sealed (table
+/// `tape_checks`, optional: see [`TapeChecks`]). The revision the two sides negotiated, the messages
+/// checked and violating by sender, and the messages checked per schema definition; the violations
+/// themselves are rows of [`TapeViolationRecord`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TapeCheckRecord {
+    pub attempt_id: String,
+    /// What checked the tape: the checker's version and a digest of the pinned protocol schemas. A
+    /// reader holding a different checker checks the tapes again rather than trust these rows.
+    pub checker: String,
+    /// The revision checked against; null when the tape was not checked.
+    pub revision: Option<String>,
+    /// `server_answer`, or `client_request` when the server's answer to `initialize` carried no string
+    /// `protocolVersion`; null when not checked.
+    pub revision_source: Option<String>,
+    /// Why the tape was not checked (`no_initialize`, `no_initialize_answer`, `initialize_error`,
+    /// `unknown_revision`, `schema_unavailable`); null when it was.
+    pub not_applicable: Option<String>,
+    /// The version of an `unknown_revision`, or the revision of a `schema_unavailable`.
+    pub not_applicable_version: Option<String>,
+    pub harness_checked: i64,
+    pub server_checked: i64,
+    pub harness_violating: i64,
+    pub server_violating: i64,
+    /// Messages checked against the generic JSON-RPC envelope only, by sender.
+    pub harness_generic_only: i64,
+    pub server_generic_only: i64,
+    /// Schema definitions checked, in name order, with [`Self::definition_counts`] beside them.
+    pub definitions: Vec<String>,
+    pub definition_counts: Vec<i64>,
+    /// Tools whose `inputSchema` names a `$schema` dialect the checker does not know.
+    pub input_schemas_unchecked: i64,
+    /// Violations beyond the per-message limit, left out of `tape_violations`.
+    pub violations_dropped: i64,
+    /// Tape lines that are not tape JSON, 1-based.
+    pub unreadable_lines: Vec<i64>,
+}
+
+impl Table for TapeCheckRecord {
+    const NAME: &'static str = "tape_checks";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_str("checker", false),
+            f_str("revision", true),
+            f_str("revision_source", true),
+            f_str("not_applicable", true),
+            f_str("not_applicable_version", true),
+            f_i64("harness_checked", false),
+            f_i64("server_checked", false),
+            f_i64("harness_violating", false),
+            f_i64("server_violating", false),
+            f_i64("harness_generic_only", false),
+            f_i64("server_generic_only", false),
+            f_list_str("definitions"),
+            f_list_i64("definition_counts"),
+            f_i64("input_schemas_unchecked", false),
+            f_i64("violations_dropped", false),
+            f_list_i64("unreadable_lines"),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        self.attempt_id.clone()
+    }
+}
+
+/// One way one message on an attempt's mcp tape breaks its schema definition (table
+/// `tape_violations`, beside [`TapeCheckRecord`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TapeViolationRecord {
+    pub attempt_id: String,
+    /// The violation's place in the checker's order within the attempt, from 0.
+    pub seq: i64,
+    /// `harness` (the runner or the tap) or `server`.
+    pub side: String,
+    /// The schema definition (`CallToolResult`, …), or the JSON Schema dialect a tool's
+    /// `inputSchema` was checked as a schema of.
+    pub definition: String,
+    /// JSON pointer of the offending value from the root of the JSON-RPC message.
+    pub pointer: String,
+    /// The validator's words, without the offending value.
+    pub message: String,
+    /// 1-based line of the decompressed tape.
+    pub line: i64,
+    /// The JSON-RPC method of the message, or of the request a response answers.
+    pub method: Option<String>,
+}
+
+impl Table for TapeViolationRecord {
+    const NAME: &'static str = "tape_violations";
+    fn fields() -> Vec<Field> {
+        vec![
+            f_str("attempt_id", false),
+            f_i64("seq", false),
+            f_str("side", false),
+            f_str("definition", false),
+            f_str("pointer", false),
+            f_str("message", false),
+            f_i64("line", false),
+            f_str("method", true),
+        ]
+    }
+    fn sort_key(&self) -> String {
+        format!("{}\u{1f}{:010}", self.attempt_id, self.seq)
+    }
+}
+
+/// The protocol-conformance check of every attempt's mcp tape, made when the bundle was sealed: the
+/// optional tables `tape_checks` and `tape_violations` (from schema 1.4). A bundle sealed without
+/// them is checked from its tapes by whoever reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TapeChecks {
+    pub checks: Vec<TapeCheckRecord>,
+    pub violations: Vec<TapeViolationRecord>,
+}
+
+/// The tables a bundle may hold besides [`TABLE_NAMES`], in manifest order: both or neither.
+pub const OPTIONAL_TABLE_NAMES: [&str; 2] = [TapeCheckRecord::NAME, TapeViolationRecord::NAME];
 
 /// The names of every table, in the order they appear in the manifest.
 pub const TABLE_NAMES: [&str; 7] = [

@@ -98,6 +98,22 @@ pub fn f_f64(name: &str, nullable: bool) -> Field {
 pub fn f_bool(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Boolean, nullable)
 }
+/// A non-null list of non-null 64-bit integers.
+pub fn f_list_i64(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("element", DataType::Int64, false))),
+        false,
+    )
+}
+/// A non-null list of non-null `Utf8` strings.
+pub fn f_list_str(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::List(Arc::new(Field::new("element", DataType::Utf8, false))),
+        false,
+    )
+}
 /// A UTC timestamp in microseconds.
 pub fn f_ts(name: &str, nullable: bool) -> Field {
     Field::new(

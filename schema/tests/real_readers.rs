@@ -1,14 +1,15 @@
-//! Writes a sample bundle with every table populated (non-ASCII, empty strings, nulls, long strings,
-//! large numbers, extreme timestamps) and has pyarrow, pandas, polars and DuckDB read every table,
-//! comparing values, column types and row counts, with warnings treated as errors.
+//! Writes a sample bundle with every table populated, the optional tape-check tables too (non-ASCII,
+//! empty strings, nulls, long strings, large numbers, extreme timestamps, lists) and has pyarrow,
+//! pandas, polars and DuckDB read every table, comparing values, column types and row counts, with
+//! warnings treated as errors.
 //!
 //! The Python interpreter is `$AGENTRANK_PYTHON` (set by `cargo xtask test` to its environment), else
 //! `python3`. Missing packages fail the test with the command that installs them: never a silent skip.
 
 use agentrank_schema::bundle::{Staging, read_bundle};
 use agentrank_schema::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
-    ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TapeCheckRecord, TapeChecks,
+    TapeViolationRecord, TaskInstanceRecord, ToolCallRecord, VerifierResultRecord,
 };
 use agentrank_schema::table::Table;
 use serde_json::{Value, json};
@@ -28,7 +29,49 @@ fn pyarrow_pandas_polars_and_duckdb_read_every_table() {
     let staging =
         Staging::create(tmp.path(), &agentrank_schema::sample::sample_draft(id)).expect("staging");
     agentrank_schema::sample::stage_sample(&staging, id, 40).expect("stage");
-    let dir = staging.seal(None).expect("seal");
+    // The tape-check tables' rows as the checker would write them, with lists empty, short and long,
+    // nulls and non-ASCII words.
+    let checker = |tables: &agentrank_schema::bundle::Tables, _: &std::path::Path| {
+        let mut out = TapeChecks::default();
+        for (i, a) in tables.attempts.iter().enumerate() {
+            let checked = i % 3 != 2;
+            out.checks.push(TapeCheckRecord {
+                attempt_id: a.attempt_id.clone(),
+                checker: "agentrank-conformance 1; schemas sha256:0123456789abcdef".into(),
+                revision: checked.then(|| "2025-11-25".into()),
+                revision_source: checked.then(|| "server_answer".into()),
+                not_applicable: (!checked).then(|| "unknown_revision".into()),
+                not_applicable_version: (!checked).then(|| "révision-∞".into()),
+                harness_checked: i as i64,
+                server_checked: (i as i64) << 40,
+                harness_violating: 0,
+                server_violating: i as i64 % 2,
+                harness_generic_only: 0,
+                server_generic_only: 1,
+                definitions: (0..i % 4).map(|d| format!("Def{d}")).collect(),
+                definition_counts: (0..i % 4).map(|d| d as i64 * 1_000_000_007).collect(),
+                input_schemas_unchecked: 0,
+                violations_dropped: 0,
+                unreadable_lines: vec![i as i64; i % 2],
+            });
+            if i % 2 == 1 {
+                out.violations.push(TapeViolationRecord {
+                    attempt_id: a.attempt_id.clone(),
+                    seq: 0,
+                    side: "server".into(),
+                    definition: "CallToolResult".into(),
+                    pointer: "/result/content/0/text".into(),
+                    message: "\"content\" is a required property — «»".into(),
+                    line: 7,
+                    method: (i % 4 == 1).then(|| "tools/call".into()),
+                });
+            }
+        }
+        Ok(out)
+    };
+    let dir = staging
+        .seal_checking(None, Some(&checker))
+        .expect("seal");
     let b = read_bundle(&dir).expect("read");
     let t = &b.tables;
     let expected = json!({ "tables": {
@@ -39,6 +82,8 @@ fn pyarrow_pandas_polars_and_duckdb_read_every_table() {
         ProbeRecord::NAME: spec(&t.probes),
         FixtureHealthRecord::NAME: spec(&t.fixture_health),
         TaskInstanceRecord::NAME: spec(&t.task_instances),
+        TapeCheckRecord::NAME: spec(&t.tape_checks.as_ref().expect("sealed with checks").checks),
+        TapeViolationRecord::NAME: spec(&t.tape_checks.as_ref().expect("sealed with checks").violations),
     }});
     let expected_path = tmp.path().join("expected.json");
     std::fs::write(&expected_path, serde_json::to_vec(&expected).expect("json")).expect("write");
@@ -67,5 +112,5 @@ fn pyarrow_pandas_polars_and_duckdb_read_every_table() {
         out.status.success(),
         "readers disagree with the writer:\n{stdout}\n{stderr}"
     );
-    assert!(stdout.starts_with("ok: 7 tables"), "{stdout}");
+    assert!(stdout.starts_with("ok: 9 tables"), "{stdout}");
 }

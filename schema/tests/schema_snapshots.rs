@@ -8,8 +8,8 @@ use agentrank_schema::analysis::{
 };
 use agentrank_schema::manifest::Manifest;
 use agentrank_schema::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
-    ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TapeCheckRecord,
+    TapeViolationRecord, TaskInstanceRecord, ToolCallRecord, VerifierResultRecord,
 };
 use agentrank_schema::table::Table;
 
@@ -45,6 +45,8 @@ fn arrow_schemas() {
     insta::assert_snapshot!("probes", describe::<ProbeRecord>());
     insta::assert_snapshot!("fixture_health", describe::<FixtureHealthRecord>());
     insta::assert_snapshot!("task_instances", describe::<TaskInstanceRecord>());
+    insta::assert_snapshot!("tape_checks", describe::<TapeCheckRecord>());
+    insta::assert_snapshot!("tape_violations", describe::<TapeViolationRecord>());
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Sealing: stage the smoke gate, seal the staging area with the public catalog snapshot, verify the bundle.
+//! Sealing: stage the smoke gate, seal the staging area with the public catalog snapshot and the
+//! conformance check of every tape, verify the bundle.
 
 use super::SweepError;
 use super::config::Specs;
@@ -28,7 +29,13 @@ pub(super) fn seal_and_verify(
         tempfile::tempdir().map_err(|e| SweepError::Setup(format!("catalog snapshot: {e}")))?;
     crate::catalog::snapshot::write_public_snapshot(&specs.catalog, snapshot.path())
         .map_err(|e| SweepError::Setup(e.to_string()))?;
-    let bundle_dir = staging.seal(Some(snapshot.path()))?;
+    // Every mcp tape is checked for protocol conformance once, here, and the result sealed with the
+    // bundle, so no reader has to decompress and validate every tape again.
+    let check_tapes = |tables: &agentrank_schema::bundle::Tables, dir: &std::path::Path| {
+        agentrank_conformance::check_sealed_tapes(tables, dir)
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+    };
+    let bundle_dir = staging.seal_checking(Some(snapshot.path()), Some(&check_tapes))?;
     let problems = verify_bundle(&bundle_dir)?;
     if !problems.is_empty() {
         return Err(SweepError::Setup(format!(

@@ -42,6 +42,8 @@ def expected_value(kind, v):
 def kind_of(arrow_type):
     if arrow_type.startswith("Timestamp"):
         return "ts"
+    if arrow_type.startswith("List("):
+        return "list_i64" if "Int64" in arrow_type else "list_str"
     return {"Utf8": "str", "Int64": "i64", "Float64": "f64", "Boolean": "bool"}[arrow_type]
 
 
@@ -69,6 +71,8 @@ def compare(reader, table, fields, rows, got_rows):
 def null_to_none(v):
     if v is None:
         return None
+    if hasattr(v, "tolist"):  # a list cell (a numpy array in pandas)
+        return v.tolist()
     try:
         if pd.isna(v):
             return None
@@ -83,6 +87,8 @@ PA_TYPES = {
     "f64": pa.float64(),
     "bool": pa.bool_(),
     "ts": pa.timestamp("us", tz="UTC"),
+    "list_i64": pa.list_(pa.field("element", pa.int64(), nullable=False)),
+    "list_str": pa.list_(pa.field("element", pa.string(), nullable=False)),
 }
 PL_TYPES = {
     "str": pl.String,
@@ -90,6 +96,8 @@ PL_TYPES = {
     "f64": pl.Float64,
     "bool": pl.Boolean,
     "ts": pl.Datetime("us", "UTC"),
+    "list_i64": pl.List(pl.Int64),
+    "list_str": pl.List(pl.String),
 }
 DUCK_TYPES = {
     "str": "VARCHAR",
@@ -97,6 +105,8 @@ DUCK_TYPES = {
     "f64": "DOUBLE",
     "bool": "BOOLEAN",
     "ts": "TIMESTAMP WITH TIME ZONE",
+    "list_i64": "BIGINT[]",
+    "list_str": "VARCHAR[]",
 }
 
 
@@ -105,7 +115,7 @@ def check_pyarrow(path, table, fields, rows):
     for name, arrow_type, nullable in fields:
         f = t.schema.field(name)
         want = PA_TYPES[kind_of(arrow_type)]
-        if f.type != want:
+        if not f.type.equals(want):
             fail(f"pyarrow: {table}.{name}: type {f.type}, expected {want}")
         if f.nullable != nullable:
             fail(f"pyarrow: {table}.{name}: nullable={f.nullable}, expected {nullable}")
@@ -128,6 +138,8 @@ def check_pandas(path, table, fields, rows):
             "f64": str(dtype) == "Float64",
             "bool": str(dtype) == "boolean",
             "ts": isinstance(dtype, pd.DatetimeTZDtype) and str(dtype.tz) == "UTC" and dtype.unit == "us",
+            "list_i64": str(dtype) == "object",
+            "list_str": str(dtype) == "object",
         }[k]
         if not ok:
             fail(f"pandas: {table}.{name}: dtype {dtype} is not the {k} type expected")
