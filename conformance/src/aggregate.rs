@@ -1,7 +1,7 @@
 //! A bundle's attempts, checked, and their figures per server.
 
 use crate::check::{AttemptConformance, RevisionStatus, Side, SideCounts};
-use crate::revision::{Catalog, Revision};
+use crate::revision::{Names, Revision};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -175,7 +175,7 @@ pub fn aggregate(attempts: &[AttemptReport]) -> BTreeMap<String, ServerConforman
             conf.groups = groups;
             let mut kinds = BTreeSet::new();
             for r in conf.revisions.keys() {
-                if let Ok(catalog) = Catalog::get(*r) {
+                if let Ok(catalog) = Names::get(*r) {
                     kinds.extend(catalog.message_definitions());
                 }
             }

@@ -135,10 +135,25 @@ impl Dialect {
     }
 }
 
-/// One revision's schema, compiled: a validator for every definition, and the method maps.
+/// One revision's schema, compiled: a validator for every definition, beside its [`Names`].
 pub(crate) struct Catalog {
-    pub(crate) revision: Revision,
+    names: &'static Names,
     validators: ValidatorMap,
+}
+
+impl std::ops::Deref for Catalog {
+    type Target = Names;
+    fn deref(&self) -> &Names {
+        self.names
+    }
+}
+
+/// One revision's schema, read but not compiled: its definitions and the method maps. What a reader
+/// of stored checks needs (the message kinds a server was never seen sending), at a fraction of the
+/// cost of compiling every validator.
+pub(crate) struct Names {
+    pub(crate) revision: Revision,
+    doc: Value,
     /// `#/definitions/` or `#/$defs/`.
     prefix: &'static str,
     definitions: BTreeSet<String>,
@@ -182,18 +197,18 @@ pub(crate) enum SchemaBuildError {
     Missing(&'static str),
 }
 
-impl Catalog {
-    /// The compiled catalog of `revision`, built on first use and kept for the process.
-    pub(crate) fn get(revision: Revision) -> Result<&'static Catalog, ConformanceError> {
-        static CATALOGS: [OnceLock<Result<Catalog, SchemaBuildError>>; 5] = [
+impl Names {
+    /// The names of `revision`, read on first use and kept for the process.
+    pub(crate) fn get(revision: Revision) -> Result<&'static Names, ConformanceError> {
+        static NAMES: [OnceLock<Result<Names, SchemaBuildError>>; 5] = [
             OnceLock::new(),
             OnceLock::new(),
             OnceLock::new(),
             OnceLock::new(),
             OnceLock::new(),
         ];
-        CATALOGS[revision.index()]
-            .get_or_init(|| Catalog::build(revision))
+        NAMES[revision.index()]
+            .get_or_init(|| Names::read(revision))
             .as_ref()
             .map_err(|e| ConformanceError::Schema {
                 revision,
@@ -201,7 +216,7 @@ impl Catalog {
             })
     }
 
-    fn build(revision: Revision) -> Result<Catalog, SchemaBuildError> {
+    fn read(revision: Revision) -> Result<Names, SchemaBuildError> {
         let doc: Value = serde_json::from_str(revision.schema_text())
             .map_err(|e| SchemaBuildError::NotJson(e.to_string()))?;
         let (prefix, defs) = if let Some(defs) = doc.get("$defs").and_then(Value::as_object) {
@@ -240,25 +255,10 @@ impl Catalog {
         };
         let result_envelope = pick("JSONRPCResultResponse", "JSONRPCResponse");
         let error_envelope = pick("JSONRPCErrorResponse", "JSONRPCError");
-        let validators = jsonschema::options()
-            .should_validate_formats(false)
-            .build_map(&doc)
-            .map_err(|e| SchemaBuildError::Compile(e.to_string()))?;
         let definitions: BTreeSet<String> = defs.keys().cloned().collect();
-        for needed in [
-            result_envelope,
-            error_envelope,
-            GENERIC_REQUEST,
-            GENERIC_NOTIFICATION,
-            GENERIC_MESSAGE,
-        ] {
-            if !validators.contains_key(&format!("{prefix}{needed}")) {
-                return Err(SchemaBuildError::Missing(needed));
-            }
-        }
-        Ok(Catalog {
+        Ok(Names {
             revision,
-            validators,
+            doc,
             prefix,
             definitions,
             requests,
@@ -266,11 +266,6 @@ impl Catalog {
             result_envelope,
             error_envelope,
         })
-    }
-
-    /// The compiled validator of definition `name`.
-    pub(crate) fn validator(&self, name: &str) -> Option<&Validator> {
-        self.validators.get(&format!("{}{name}", self.prefix))
     }
 
     /// The request definition of `method`, if the revision defines it.
@@ -315,5 +310,50 @@ impl Catalog {
         }
         out.insert(self.error_envelope.to_string());
         out
+    }
+}
+
+impl Catalog {
+    /// The compiled catalog of `revision`, built on first use and kept for the process.
+    pub(crate) fn get(revision: Revision) -> Result<&'static Catalog, ConformanceError> {
+        static CATALOGS: [OnceLock<Result<Catalog, SchemaBuildError>>; 5] = [
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+        ];
+        let names = Names::get(revision)?;
+        CATALOGS[revision.index()]
+            .get_or_init(|| Catalog::build(names))
+            .as_ref()
+            .map_err(|e| ConformanceError::Schema {
+                revision,
+                message: e.to_string(),
+            })
+    }
+
+    fn build(names: &'static Names) -> Result<Catalog, SchemaBuildError> {
+        let validators = jsonschema::options()
+            .should_validate_formats(false)
+            .build_map(&names.doc)
+            .map_err(|e| SchemaBuildError::Compile(e.to_string()))?;
+        for needed in [
+            names.result_envelope,
+            names.error_envelope,
+            GENERIC_REQUEST,
+            GENERIC_NOTIFICATION,
+            GENERIC_MESSAGE,
+        ] {
+            if !validators.contains_key(&format!("{}{needed}", names.prefix)) {
+                return Err(SchemaBuildError::Missing(needed));
+            }
+        }
+        Ok(Catalog { names, validators })
+    }
+
+    /// The compiled validator of definition `name`.
+    pub(crate) fn validator(&self, name: &str) -> Option<&Validator> {
+        self.validators.get(&format!("{}{name}", self.prefix))
     }
 }
