@@ -405,11 +405,10 @@ pub fn load_bundle_checking(
         message: e.to_string(),
     })?;
     let mut input = input_from_bundle(&b);
-    input.conformance = crate::conformance::check_bundle(&b, conformance).map_err(|e| {
-        LoadError::Bundle {
+    input.conformance =
+        crate::conformance::check_bundle(&b, conformance).map_err(|e| LoadError::Bundle {
             path: path.display().to_string(),
             message: format!("checking protocol conformance: {e}"),
-        }
-    })?;
+        })?;
     Ok(input)
 }

@@ -99,7 +99,9 @@ pub(crate) fn read_tape_file<'r>(
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(&mut reader.compressed))
         .map_err(io)?;
-    let dctx = reader.dctx.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+    let dctx = reader
+        .dctx
+        .get_or_insert_with(zstd::zstd_safe::DCtx::create);
     dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
         .map_err(|code| io(std::io::Error::other(zstd::zstd_safe::get_error_name(code))))?;
     reader.text.clear();

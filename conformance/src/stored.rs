@@ -98,7 +98,11 @@ pub fn to_records(
         definition_counts: c.definitions.values().map(|n| count(*n)).collect(),
         input_schemas_unchecked: count(c.input_schemas_unchecked),
         violations_dropped: count(c.violations_dropped),
-        unreadable_lines: c.unreadable_lines.iter().map(|l| count(*l as u64)).collect(),
+        unreadable_lines: c
+            .unreadable_lines
+            .iter()
+            .map(|l| count(*l as u64))
+            .collect(),
     };
     let violations = c
         .violations
@@ -254,7 +258,11 @@ pub fn from_records(
             r.server_generic_only,
         )?,
         definitions,
-        input_schemas_unchecked: unsigned(id, "input_schemas_unchecked", r.input_schemas_unchecked)?,
+        input_schemas_unchecked: unsigned(
+            id,
+            "input_schemas_unchecked",
+            r.input_schemas_unchecked,
+        )?,
         violations,
         violations_dropped: unsigned(id, "violations_dropped", r.violations_dropped)?,
         unreadable_lines: r

@@ -69,7 +69,13 @@ fn tapes() -> Vec<String> {
     let text = json!({"content":[{"type":"text","text":"1"}]});
     vec![
         tape(&[initialize(json!("2025-11-25")), call(text.clone())].concat()),
-        tape(&[initialize(json!("2025-11-25")), call(json!({"isError": false}))].concat()),
+        tape(
+            &[
+                initialize(json!("2025-11-25")),
+                call(json!({"isError": false})),
+            ]
+            .concat(),
+        ),
         tape(
             &[
                 initialize(json!("2025-11-25")),
@@ -88,10 +94,7 @@ fn tapes() -> Vec<String> {
 fn stage(dir: &Path) -> Staging {
     let staging = Staging::create(&dir.join("bundles"), &sample_draft("stored")).expect("staging");
     let texts = tapes();
-    for (i, mut unit) in sample_units("stored", texts.len())
-        .into_iter()
-        .enumerate()
-    {
+    for (i, mut unit) in sample_units("stored", texts.len()).into_iter().enumerate() {
         let id = unit.unit_id.clone();
         for (plane, lines) in sample_tapes(&id, i) {
             let bytes = match plane {
@@ -128,7 +131,11 @@ fn sealed_with_checks(dir: &Path) -> LoadedBundle {
 fn sealed_checks_read_back_as_the_tapes_give() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let bundle = sealed_with_checks(tmp.path());
-    let stored = bundle.tables.tape_checks.as_ref().expect("tape_checks sealed");
+    let stored = bundle
+        .tables
+        .tape_checks
+        .as_ref()
+        .expect("tape_checks sealed");
     assert_eq!(stored.checks.len(), 6);
     assert!(stored.checks.iter().all(|c| c.checker == checker_id()));
     assert!(
@@ -212,7 +219,9 @@ fn a_bundle_listing_only_one_of_the_two_tables_does_not_verify() {
         .as_array_mut()
         .expect("tables")
         .retain(|t| t["name"] != "tape_violations");
-    let mut perms = std::fs::metadata(&manifest_path).expect("meta").permissions();
+    let mut perms = std::fs::metadata(&manifest_path)
+        .expect("meta")
+        .permissions();
     #[allow(clippy::permissions_set_readonly_false)]
     perms.set_readonly(false);
     std::fs::set_permissions(&manifest_path, perms).expect("writable");

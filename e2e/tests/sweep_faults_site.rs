@@ -487,9 +487,12 @@ fn the_sealed_tape_checks_are_what_the_tapes_give(sealed: &agentrank_schema::bun
         "the no-content server's violations are sealed"
     );
     let from_rows = agentrank_conformance::check_bundle(sealed).expect("from the sealed rows");
-    assert_eq!(from_rows.source, agentrank_conformance::Source::SealedTables);
-    let from_tapes = agentrank_conformance::check_bundle_tapes_where(sealed, |_| true)
-        .expect("from the tapes");
+    assert_eq!(
+        from_rows.source,
+        agentrank_conformance::Source::SealedTables
+    );
+    let from_tapes =
+        agentrank_conformance::check_bundle_tapes_where(sealed, |_| true).expect("from the tapes");
     assert_eq!(from_rows.attempts, from_tapes.attempts);
     assert_eq!(from_rows.servers, from_tapes.servers);
 }

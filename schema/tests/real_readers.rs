@@ -69,9 +69,7 @@ fn pyarrow_pandas_polars_and_duckdb_read_every_table() {
         }
         Ok(out)
     };
-    let dir = staging
-        .seal_checking(None, Some(&checker))
-        .expect("seal");
+    let dir = staging.seal_checking(None, Some(&checker)).expect("seal");
     let b = read_bundle(&dir).expect("read");
     let t = &b.tables;
     let expected = json!({ "tables": {
