@@ -3,54 +3,16 @@
 //! directory that is not a bundle, a malformed bundle, a table without the required columns). The
 //! codes are `agentrank_schema::exit::Exit`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use agentrank_test_support::cli::{self, scratch};
+use agentrank_test_support::workspace as root;
+use std::path::Path;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentrank-analyze");
 
-/// Runs the binary with `args` in `cwd` and gives its exit code, stdout and stderr as one text, with
-/// the temporary directory written `[TMP]` and the workspace root `[ROOT]`, so the snapshot is the same
-/// on every machine.
+/// Runs the binary with `args` in `cwd`: its exit code, stdout and stderr as one text, the machine's
+/// paths replaced (`agentrank_test_support::cli::run`).
 fn run(args: &[&str], cwd: &Path, tmp: &Path) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("run the binary");
-    let code = out
-        .status
-        .code()
-        .map_or_else(|| "none".to_string(), |c| c.to_string());
-    let text = format!(
-        "exit: {code}\n--- stdout\n{}--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tmp_real = std::fs::canonicalize(tmp).unwrap_or_else(|_| tmp.to_path_buf());
-    text.replace(&tmp_real.display().to_string(), "[TMP]")
-        .replace(&tmp.display().to_string(), "[TMP]")
-        .replace(&root().display().to_string(), "[ROOT]")
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate sits in the workspace")
-        .to_path_buf()
-}
-
-/// A scratch directory with the bad inputs the cases below name.
-fn scratch() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let p = tmp.path();
-    std::fs::create_dir(p.join("empty")).expect("mkdir");
-    std::fs::create_dir(p.join("malformed-bundle")).expect("mkdir");
-    std::fs::write(p.join("malformed-bundle/manifest.json"), "{not json\n").expect("write");
-    std::fs::write(p.join("malformed-bundle/SHA256SUMS"), "x  y\n").expect("write");
-    std::fs::write(p.join("malformed.toml"), "this is [not toml\n").expect("write");
-    std::fs::write(p.join("wrong-columns.csv"), "a,b\n1,2\n").expect("write");
-    tmp
+    cli::run(BIN, args, cwd, tmp)
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! (`cargo xtask test` does it) and root.
 
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
+use agentrank_test_support::{cache_dir as cache, workspace as root};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -29,18 +30,6 @@ category = "databases"
 servers = ["dbhub"]
 tasks = ["db-distinct", "db-missing-table"]
 "#;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("root")
-}
-
-fn cache() -> PathBuf {
-    std::env::var("AGENTRANK_CACHE")
-        .map(|c| Path::new(&c).join("agentrank"))
-        .unwrap_or_else(|_| root().join(".cache/agentrank"))
-}
 
 fn runner(args: &[&str], out: &Path, sweep: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_agentrank-run"));

@@ -9,13 +9,9 @@ use std::time::SystemTime;
 
 use agentrank_runner::roster::{InstallOptions, InstalledServer, Roster};
 
-/// The workspace root.
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("e2e sits inside the workspace")
-        .to_path_buf()
-}
+#[allow(unused_imports)] // each test binary uses a part
+pub use agentrank_test_support::proc::{alive, processes_with_env};
+pub use agentrank_test_support::{cache_dir, workspace};
 
 /// The command that builds the binary the tests drive.
 const BUILD: &str = "cargo build -p agentrank-runner --bin agentrank-run";
@@ -69,14 +65,6 @@ fn newest_file(path: &Path) -> Option<(PathBuf, SystemTime)> {
         .max_by_key(|(_, t)| *t)
 }
 
-/// The install cache the tests share: `$AGENTRANK_CACHE/agentrank` (what `cargo xtask test` sets, and
-/// where sweeps look), else `<workspace>/.cache/agentrank`.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("AGENTRANK_CACHE")
-        .map(|c| PathBuf::from(c).join("agentrank"))
-        .unwrap_or_else(|| workspace().join(".cache/agentrank"))
-}
-
 pub fn roster() -> Roster {
     Roster::load(&workspace().join("roster")).expect("the repository's roster loads")
 }
@@ -91,40 +79,4 @@ pub fn install(roster: &Roster, id: &str) -> InstalledServer {
         panic!("installing {id} failed: {e}");
     }
     report.installed.pop().expect("one server installed")
-}
-
-/// Whether a process id is alive (and not a zombie).
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
-/// Live (non-zombie) processes whose environment has `key=value` (children inherit the server's
-/// fresh HOME, so this finds everything a server started, daemons included).
-pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
-    let needle = format!("{key}={value}");
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                continue;
-            };
-            if environ
-                .split(|b| *b == 0)
-                .any(|var| var == needle.as_bytes())
-                && alive(pid)
-            {
-                out.push(pid);
-            }
-        }
-    }
-    out
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use agentrank_runner::mcp::ClientOptions;
@@ -11,21 +11,9 @@ use agentrank_runner::roster::{
     InstallOptions, InstalledServer, LaunchContext, ResolvedLaunch, Roster,
 };
 
-/// The workspace root.
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("runner sits inside the workspace")
-        .to_path_buf()
-}
-
-/// The install cache the tests share: `$AGENTRANK_CACHE/agentrank` (what `cargo xtask test` sets, and
-/// where sweeps look), else `<workspace>/.cache/agentrank`.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("AGENTRANK_CACHE")
-        .map(|c| PathBuf::from(c).join("agentrank"))
-        .unwrap_or_else(|| workspace().join(".cache/agentrank"))
-}
+#[allow(unused_imports)] // each test binary uses a part
+pub use agentrank_test_support::proc::{alive, children_of, processes_with_env};
+pub use agentrank_test_support::{cache_dir, workspace};
 
 pub fn roster() -> Roster {
     Roster::load(&workspace().join("roster")).expect("the repository's roster loads")
@@ -100,63 +88,4 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
-}
-
-/// Whether a process id is alive (and not a zombie).
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
-/// Process ids whose parent is `pid`.
-pub fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(child) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat"))
-                && let Some((_, rest)) = stat.rsplit_once(')')
-                && rest
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|p| p.parse::<u32>().ok())
-                    == Some(pid)
-            {
-                out.push(child);
-            }
-        }
-    }
-    out
-}
-
-/// Live (non-zombie) processes whose environment has `key=value` (children inherit the server's
-/// fresh HOME, so this finds everything a server started, daemons included).
-pub fn processes_with_env(key: &str, value: &str) -> Vec<u32> {
-    let needle = format!("{key}={value}");
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                continue;
-            };
-            if environ
-                .split(|b| *b == 0)
-                .any(|var| var == needle.as_bytes())
-                && alive(pid)
-            {
-                out.push(pid);
-            }
-        }
-    }
-    out
 }
