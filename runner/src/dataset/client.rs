@@ -2,7 +2,8 @@
 //! snapshot a table. This is an edge module: it starts client processes and opens files.
 //!
 //! - PostgreSQL through `psql` (unaligned output, unit-separator fields, a NULL marker);
-//! - MariaDB/MySQL through the `mariadb` (or `mysql`) client's XML output, which tells NULL from text;
+//! - MariaDB/MySQL through the `mariadb` (or `mysql`) client's XML output, which tells NULL from text,
+//!   read with `roxmltree`;
 //! - DuckDB through a Python interpreter that has the `duckdb` package — the DuckDB of the server under
 //!   test, so the file's storage version is one that server reads (DuckDB is never compiled in here);
 //! - SQLite through `rusqlite` (bundled SQLite).
@@ -188,56 +189,40 @@ fn run(
     })
 }
 
-fn unescape_xml(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
-}
+/// The namespace of the `xsi:nil` attribute the MariaDB client writes on a NULL field.
+const XSI: &str = "http://www.w3.org/2001/XMLSchema-instance";
 
-/// Parse the `mariadb --xml` result format into rows.
+/// Read the `mariadb --xml` result format into rows: every `<row>` of the `<resultset>`, each of its
+/// `<field>`s a value, `xsi:nil="true"` a NULL, an empty field an empty string. Entities and character
+/// references are the XML parser's to decode.
 fn parse_mysql_xml(xml: &str) -> Result<Rows, ClientError> {
-    let mut rows = Vec::new();
-    let mut rest = xml;
-    while let Some(start) = rest.find("<row>") {
-        let after = &rest[start + 5..];
-        let end = after.find("</row>").ok_or_else(|| ClientError::Parse {
+    let doc = roxmltree::Document::parse(xml).map_err(|e| ClientError::Parse {
+        engine: "mysql",
+        message: format!("not a well-formed result set: {e}"),
+    })?;
+    let root = doc.root_element();
+    if !root.has_tag_name("resultset") {
+        return Err(ClientError::Parse {
             engine: "mysql",
-            message: "unterminated <row>".into(),
-        })?;
-        let mut row_xml = &after[..end];
-        let mut row = Vec::new();
-        while let Some(f) = row_xml.find("<field") {
-            let tag_end = row_xml[f..].find('>').ok_or_else(|| ClientError::Parse {
-                engine: "mysql",
-                message: "unterminated <field".into(),
-            })? + f;
-            let tag = &row_xml[f..=tag_end];
-            if tag.ends_with("/>") {
-                row.push(if tag.contains("xsi:nil=\"true\"") {
-                    None
-                } else {
-                    Some(String::new())
-                });
-                row_xml = &row_xml[tag_end + 1..];
-            } else {
-                let close =
-                    row_xml[tag_end..]
-                        .find("</field>")
-                        .ok_or_else(|| ClientError::Parse {
-                            engine: "mysql",
-                            message: "unterminated field".into(),
-                        })?
-                        + tag_end;
-                row.push(Some(normalize(&unescape_xml(&row_xml[tag_end + 1..close]))));
-                row_xml = &row_xml[close + 8..];
-            }
-        }
-        rows.push(row);
-        rest = &after[end + 6..];
+            message: format!("expected a <resultset>, found <{}>", root.tag_name().name()),
+        });
     }
+    let rows = root
+        .children()
+        .filter(|n| n.has_tag_name("row"))
+        .map(|row| {
+            row.children()
+                .filter(|n| n.has_tag_name("field"))
+                .map(|field| {
+                    if field.attribute((XSI, "nil")) == Some("true") {
+                        None
+                    } else {
+                        Some(normalize(field.text().unwrap_or("")))
+                    }
+                })
+                .collect()
+        })
+        .collect();
     Ok(rows)
 }
 
@@ -647,5 +632,54 @@ mod tests {
                 Some("NULL & <x>".to_owned())
             ]]
         );
+    }
+
+    /// An empty field is an empty string, not NULL; character references and non-ASCII text are
+    /// decoded; a result set without rows is no rows.
+    #[test]
+    fn mysql_xml_empty_fields_references_and_no_rows() {
+        let xml = r#"<?xml version="1.0"?>
+<resultset statement="select" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+  <row>
+	<field name="a"></field>
+	<field name="b" />
+	<field name="c">&#233;t&#xE9; Zoë</field>
+  </row>
+  <row>
+	<field name="a">2</field>
+	<field name="b">x</field>
+	<field name="c" xsi:nil="true" />
+  </row>
+</resultset>"#;
+        assert_eq!(
+            parse_mysql_xml(xml).expect("parses"),
+            vec![
+                vec![
+                    Some(String::new()),
+                    Some(String::new()),
+                    Some("été Zoë".to_owned())
+                ],
+                vec![Some("2".to_owned()), Some("x".to_owned()), None],
+            ]
+        );
+        let empty = r#"<?xml version="1.0"?>
+<resultset statement="select 1 where 0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+</resultset>"#;
+        assert_eq!(parse_mysql_xml(empty).expect("parses"), Rows::new());
+    }
+
+    /// Output that is not a result set is an error naming what was found, never rows.
+    #[test]
+    fn mysql_xml_that_is_not_a_result_set_is_refused() {
+        let truncated = r#"<?xml version="1.0"?>
+<resultset statement="select"><row><field name="a">1</field>"#;
+        let e = parse_mysql_xml(truncated).expect_err("truncated");
+        assert!(
+            e.to_string().contains("not a well-formed result set"),
+            "{e}"
+        );
+        let other = r#"<?xml version="1.0"?><error>boom</error>"#;
+        let e = parse_mysql_xml(other).expect_err("not a result set");
+        assert!(e.to_string().contains("found <error>"), "{e}");
     }
 }
