@@ -4,21 +4,9 @@
 use agentrank_schema::OutcomeClass;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Whether a task is ranked (core) or shown separately (extended).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TaskClass {
-    Core,
-    Extended,
-}
-
-impl TaskClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskClass::Core => "core",
-            TaskClass::Extended => "extended",
-        }
-    }
-}
+/// Whether a task is ranked (core) or shown separately (extended): the catalog's word, as the
+/// bundle's `attempts.class` carries it.
+pub use agentrank_schema::task::TaskClass;
 
 /// The three null models of the null-baseline gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

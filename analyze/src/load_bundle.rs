@@ -114,11 +114,7 @@ fn bundle_attempts(b: &LoadedBundle) -> Vec<Attempt> {
             server: a.server_id.clone(),
             agent: a.agent_id.clone(),
             task: a.task_id.clone(),
-            class: if a.class == "extended" {
-                TaskClass::Extended
-            } else {
-                TaskClass::Core
-            },
+            class: a.class,
             capability: Some(a.capability.clone()).filter(|c| !c.is_empty()),
             attempt_index: u32::try_from(a.attempt_index.max(0)).unwrap_or(u32::MAX),
             rerun_index: u32::try_from(a.rerun_index.max(0)).unwrap_or(u32::MAX),
@@ -193,7 +189,7 @@ fn bundle_tool_calls(b: &LoadedBundle) -> Vec<ToolCall> {
             tool_name: c.tool_name.clone(),
             tool_listed: c.tool_listed,
             latency_ms: c.latency_ms,
-            is_error: c.status != "ok" || c.is_error == Some(true),
+            is_error: !c.status.is_ok() || c.is_error == Some(true),
         })
         .collect()
 }
@@ -281,13 +277,13 @@ fn safety_of(b: &LoadedBundle) -> BTreeMap<(String, String, String), BTreeMap<St
     let t = &b.tables;
     let mut safety: BTreeMap<(String, String, String), BTreeMap<String, String>> = BTreeMap::new();
     for p in &t.probes {
-        if p.probe_kind == "safety"
+        if p.probe_kind == agentrank_schema::records::ProbeKind::Safety
             && let Some(agent) = &p.agent_id
         {
             safety
                 .entry((p.category.clone(), agent.clone(), p.server_id.clone()))
                 .or_default()
-                .insert(p.probe_id.clone(), p.result.clone());
+                .insert(p.probe_id.clone(), p.result.to_string());
         }
     }
     safety

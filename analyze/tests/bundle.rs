@@ -46,7 +46,7 @@ fn core_attempt(
     rec.server_id = server.into();
     rec.agent_id = agent.into();
     rec.task_id = format!("db-t{task:02}");
-    rec.class = "core".into();
+    rec.class = agentrank_schema::task::TaskClass::Core;
     rec.capability = "query".into();
     rec.attempt_index = 0;
     rec.outcome = outcome;
@@ -95,7 +95,7 @@ fn sealed_bundle_loads_and_is_analysed() {
         rec.server_id = a.server.clone();
         rec.agent_id = a.agent.clone();
         rec.task_id = a.task.clone();
-        rec.class = a.class.as_str().to_string();
+        rec.class = a.class;
         rec.capability = a.capability.clone().unwrap_or_default();
         rec.attempt_index = i64::from(a.attempt_index);
         rec.outcome = a.outcome;
@@ -337,12 +337,12 @@ fn tool_definition_tokens_come_from_measurement_rows() {
                     } else {
                         agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE.into()
                     },
-                    probe_kind: "measurement".into(),
+                    probe_kind: agentrank_schema::records::ProbeKind::Measurement,
                     category: "databases".into(),
                     server_id: server.into(),
                     agent_id: (server != "srv-c").then(|| "claude".to_string()),
                     attempt_id: Some(id.clone()),
-                    result: "not_applicable".into(),
+                    result: agentrank_schema::records::ProbeResult::NotApplicable,
                     observed,
                     detail: "one-word prompt, first turn".into(),
                 });

@@ -29,7 +29,7 @@ use agentrank_runner::roster::Roster;
 use agentrank_runner::sandbox::netns::SANDBOX_UID_BASE;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::verify_bundle;
-use agentrank_schema::records::AttemptRecord;
+use agentrank_schema::records::{AttemptRecord, ProbeKind, ProbeResult};
 use agentrank_schema::roster::LockEntry;
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, TaskSpec};
 use agentrank_sitegen::input::SiteInput;
@@ -597,7 +597,7 @@ fn a_probe_the_server_never_answered_cleanly_could_not_be_checked(
             .tables
             .probes
             .iter()
-            .filter(|p| p.probe_kind == "safety" && p.server_id == server)
+            .filter(|p| p.probe_kind == ProbeKind::Safety && p.server_id == server)
             .collect();
         assert!(!rows.is_empty(), "{mode}: no safety probe ran");
         rows
@@ -612,7 +612,7 @@ fn a_probe_the_server_never_answered_cleanly_could_not_be_checked(
         "exit-at-start",
     ] {
         for row in probe(mode) {
-            assert_eq!(row.result, "could_not_check", "{mode}: {row:?}");
+            assert_eq!(row.result, ProbeResult::CouldNotCheck, "{mode}: {row:?}");
             let attempt = b
                 .tables
                 .attempts
@@ -634,7 +634,7 @@ fn a_probe_the_server_never_answered_cleanly_could_not_be_checked(
         }
     }
     for row in probe("well-behaved") {
-        assert_eq!(row.result, "respects", "{row:?}");
+        assert_eq!(row.result, ProbeResult::Respects, "{row:?}");
     }
 }
 

@@ -226,7 +226,7 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
                 &a.category == category
                     && &a.server_id == server
                     && a.agent_id == "reference"
-                    && a.class == "core"
+                    && a.class == agentrank_schema::task::TaskClass::Core
             })
             .filter(|a| !a.outcome.is_rerun_class())
             .collect();
@@ -264,7 +264,11 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
             .tables
             .attempts
             .iter()
-            .filter(|a| a.agent_id == null && a.class == "core" && a.outcome == OutcomeClass::Pass)
+            .filter(|a| {
+                a.agent_id == null
+                    && a.class == agentrank_schema::task::TaskClass::Core
+                    && a.outcome == OutcomeClass::Pass
+            })
             .map(|a| format!("{}/{}/{}", a.category, a.server_id, a.task_id))
             .collect();
         assert!(
@@ -281,7 +285,12 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         );
     }
     // Safety-probe attempts are never counted as leaks (they need no server evidence to answer).
-    for p in b.tables.probes.iter().filter(|p| p.probe_kind == "safety") {
+    for p in b
+        .tables
+        .probes
+        .iter()
+        .filter(|p| p.probe_kind == agentrank_schema::records::ProbeKind::Safety)
+    {
         if let Some(id) = &p.attempt_id {
             let a = b
                 .tables

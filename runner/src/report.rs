@@ -120,7 +120,7 @@ pub fn roster_rows(
     let mut by_server: BTreeMap<&str, Vec<&AttemptRecord>> = BTreeMap::new();
     for a in &bundle.tables.attempts {
         if agentrank_schema::role::is_reference_agent(&a.agent_id)
-            && a.class == "core"
+            && a.class == agentrank_schema::task::TaskClass::Core
             && !a.server_id.is_empty()
             && !repeats.contains(a.attempt_id.as_str())
         {
@@ -357,7 +357,7 @@ mod tests {
         let attempt = |id: &str, outcome| AttemptRecord {
             attempt_id: id.into(),
             agent_id: "reference".into(),
-            class: "core".into(),
+            class: agentrank_schema::task::TaskClass::Core,
             server_id: "dbhub".into(),
             outcome,
             role: None,

@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use agentrank_runner::mcp::{
-    ExitKind, McpError, McpSession, PaginationEnd, ProbeOutcome, run_probes,
+    ExitKind, McpError, McpSession, PaginationEnd, ProbeResult, run_probes,
 };
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
 use serde_json::json;
@@ -330,43 +330,42 @@ fn probes_tell_a_correct_server_from_misbehaving_ones() {
         };
         let good = run_probes(&support::misbehaving("well-behaved"), &opts, None).await;
         assert_eq!(good.negotiated_version.as_deref(), Some("2025-11-25"));
-        assert_eq!(find(&good, "negotiated-revision"), ProbeOutcome::Pass);
-        assert_eq!(find(&good, "impossible-version"), ProbeOutcome::Pass);
-        assert_eq!(find(&good, "pagination"), ProbeOutcome::Pass);
-        assert_eq!(find(&good, "stdout-json-only"), ProbeOutcome::Pass);
-        assert_eq!(find(&good, "deprecated-revision"), ProbeOutcome::Pass);
-        assert_eq!(find(&good, "discovery-method"), ProbeOutcome::Fail);
-        assert_eq!(find(&good, "header-mismatch"), ProbeOutcome::NotApplicable);
+        assert_eq!(find(&good, "negotiated-revision"), ProbeResult::Respects);
+        assert_eq!(find(&good, "impossible-version"), ProbeResult::Respects);
+        assert_eq!(find(&good, "pagination"), ProbeResult::Respects);
+        assert_eq!(find(&good, "stdout-json-only"), ProbeResult::Respects);
+        assert_eq!(find(&good, "deprecated-revision"), ProbeResult::Respects);
+        assert_eq!(find(&good, "discovery-method"), ProbeResult::Doesnt);
+        assert_eq!(find(&good, "header-mismatch"), ProbeResult::NotApplicable);
         let rows = agentrank_runner::mcp::probe_records(&good, "demo", "web-fetch");
         let revision = rows
             .iter()
             .find(|r| r.probe_id == "negotiated-revision")
             .unwrap();
-        assert_eq!(revision.result, "respects");
+        assert_eq!(revision.result, ProbeResult::Respects);
         assert_eq!(revision.observed.as_deref(), Some("2025-11-25"));
         assert!(rows.iter().any(|r| r.probe_id == "tool-definition-size"
             && r.observed.as_deref() == Some(good.tool_definition_chars.to_string().as_str())));
-        assert!(
-            rows.iter()
-                .all(|r| r.probe_kind == "protocol" && r.agent_id.is_none())
-        );
+        assert!(rows.iter().all(|r| r.probe_kind
+            == agentrank_schema::records::ProbeKind::Protocol
+            && r.agent_id.is_none()));
         assert_eq!(good.tool_names, vec!["echo".to_string()]);
 
         let echo = run_probes(&support::misbehaving("echo-version"), &opts, None).await;
-        assert_eq!(find(&echo, "impossible-version"), ProbeOutcome::Fail);
+        assert_eq!(find(&echo, "impossible-version"), ProbeResult::Doesnt);
 
         let old = run_probes(&support::misbehaving("old-version"), &opts, None).await;
-        assert_eq!(find(&old, "deprecated-revision"), ProbeOutcome::Fail);
+        assert_eq!(find(&old, "deprecated-revision"), ProbeResult::Doesnt);
         assert_eq!(old.negotiated_version.as_deref(), Some("2024-11-05"));
 
         let banner = run_probes(&support::misbehaving("banner"), &opts, None).await;
-        assert_eq!(find(&banner, "stdout-json-only"), ProbeOutcome::Fail);
+        assert_eq!(find(&banner, "stdout-json-only"), ProbeResult::Doesnt);
 
         let looped = run_probes(&support::misbehaving("cursor-loop"), &opts, None).await;
-        assert_eq!(find(&looped, "pagination"), ProbeOutcome::Fail);
+        assert_eq!(find(&looped, "pagination"), ProbeResult::Doesnt);
 
         let lie = run_probes(&support::misbehaving("lie"), &opts, None).await;
-        assert_eq!(find(&lie, "pagination"), ProbeOutcome::Fail);
+        assert_eq!(find(&lie, "pagination"), ProbeResult::Doesnt);
 
         let mut dead = support::misbehaving("well-behaved");
         dead.program = "/nonexistent/server".into();
@@ -374,9 +373,9 @@ fn probes_tell_a_correct_server_from_misbehaving_ones() {
         assert!(r.startup_error.is_some());
         assert!(r.probes.iter().all(|p| matches!(
             p.outcome,
-            ProbeOutcome::Unknown | ProbeOutcome::NotApplicable
+            ProbeResult::CouldNotCheck | ProbeResult::NotApplicable
         )));
-        assert!(r.probes.iter().all(|p| p.outcome != ProbeOutcome::Pass));
+        assert!(r.probes.iter().all(|p| p.outcome != ProbeResult::Respects));
     });
 }
 

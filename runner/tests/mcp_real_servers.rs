@@ -301,7 +301,7 @@ fn a_server_reached_by_url_is_driven_and_taped_like_stdio() {
 
 #[test]
 fn protocol_probes_on_real_servers() {
-    use agentrank_runner::mcp::{ProbeOutcome, probe_records, run_probes};
+    use agentrank_runner::mcp::{ProbeResult, probe_records, run_probes};
     let roster = support::roster();
     let dbs = databases();
     let rt = support::runtime();
@@ -327,22 +327,26 @@ fn protocol_probes_on_real_servers() {
         // Every real server here answers the impossible revision with one of its own.
         assert_eq!(
             outcome(&report, "impossible-version"),
-            ProbeOutcome::Pass,
+            ProbeResult::Respects,
             "{id}"
         );
-        assert_eq!(outcome(&report, "pagination"), ProbeOutcome::Pass, "{id}");
+        assert_eq!(
+            outcome(&report, "pagination"),
+            ProbeResult::Respects,
+            "{id}"
+        );
         assert_eq!(
             outcome(&report, "stdout-json-only"),
-            ProbeOutcome::Pass,
+            ProbeResult::Respects,
             "{id}"
         );
         let retired = server.observed.protocol_version == "2024-11-05";
         assert_eq!(
             outcome(&report, "deprecated-revision"),
             if retired {
-                ProbeOutcome::Fail
+                ProbeResult::Doesnt
             } else {
-                ProbeOutcome::Pass
+                ProbeResult::Respects
             },
             "{id}"
         );

@@ -27,6 +27,7 @@ use agentrank_schema::bundle::read_bundle;
 use agentrank_schema::fixture::FixtureSite;
 use agentrank_schema::roster::Registry;
 use agentrank_schema::tape::{TapeLine, read_tape};
+use agentrank_schema::task::TaskClass;
 use sha2::{Digest, Sha256};
 
 /// A copy of the repository's roster under `dir/roster`, plus the given extra files.
@@ -227,7 +228,7 @@ fn a_local_wheel_a_local_tarball_and_a_server_in_its_http_mode_pass_in_a_sweep()
         .tables
         .attempts
         .iter()
-        .filter(|a| a.agent_id == "reference" && a.rerun_index == 0 && a.class == "core")
+        .filter(|a| a.agent_id == "reference" && a.rerun_index == 0 && a.class == TaskClass::Core)
         .collect();
     assert_eq!(scored.len(), 6, "{scored:#?}");
     for a in &scored {

@@ -128,7 +128,8 @@ pub struct CellRow {
     pub agent: String,
     pub server: String,
     pub task: String,
-    pub class: String,
+    /// `core` or `extended`.
+    pub class: crate::task::TaskClass,
     pub capability: Option<String>,
     pub passes: i64,
     pub countable: i64,

@@ -8,6 +8,7 @@
 use crate::outcome::OutcomeClass;
 use crate::role::{AttemptRole, ControlKind};
 use crate::table::{Table, f_bool, f_f64, f_i64, f_list_i64, f_list_str, f_str, f_ts};
+use crate::task::{TaskClass, TaskSet, Tier};
 use arrow_schema::Field;
 use serde::{Deserialize, Serialize};
 
@@ -32,12 +33,12 @@ pub struct AttemptRecord {
     pub task_id: String,
     pub task_version: String,
     /// `basic`, `multi-step` or `edge`.
-    pub tier: String,
+    pub tier: Tier,
     /// `core` or `extended`.
-    pub class: String,
+    pub class: TaskClass,
     pub capability: String,
     /// `dev` or `private`.
-    pub task_set: String,
+    pub task_set: TaskSet,
     /// The attempt's seed (non-negative).
     pub seed: i64,
     pub attempt_index: i64,
@@ -165,6 +166,128 @@ impl Table for AttemptRecord {
     }
 }
 
+/// How a tool call ended on the wire: the `status` column of `tool_calls`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    /// A result without `isError`.
+    Ok,
+    /// A result with `isError: true`: the tool said it failed.
+    ToolError,
+    /// A JSON-RPC error instead of a result.
+    ProtocolError,
+    /// No response arrived (pending at the time limit, or the server died).
+    NoResponse,
+}
+
+impl ToolCallStatus {
+    /// Every status, in declaration order.
+    pub const ALL: [ToolCallStatus; 4] = [
+        ToolCallStatus::Ok,
+        ToolCallStatus::ToolError,
+        ToolCallStatus::ProtocolError,
+        ToolCallStatus::NoResponse,
+    ];
+
+    /// The word in `tool_calls.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCallStatus::Ok => "ok",
+            ToolCallStatus::ToolError => "tool_error",
+            ToolCallStatus::ProtocolError => "protocol_error",
+            ToolCallStatus::NoResponse => "no_response",
+        }
+    }
+
+    /// Whether the call ended in an error of either kind (or without an answer): not `ok`.
+    pub fn is_ok(self) -> bool {
+        self == ToolCallStatus::Ok
+    }
+}
+
+impl std::fmt::Display for ToolCallStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a `probes` row records: the `probe_kind` column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    /// A safety probe, run as an attempt of an agent (an attribute, never scored).
+    Safety,
+    /// A protocol check of the server alone, no agent.
+    Protocol,
+    /// A measurement (tool-definition size and tokens, cold start): its value is `observed`.
+    Measurement,
+}
+
+impl ProbeKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ProbeKind; 3] = [
+        ProbeKind::Safety,
+        ProbeKind::Protocol,
+        ProbeKind::Measurement,
+    ];
+
+    /// The word in `probes.probe_kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeKind::Safety => "safety",
+            ProbeKind::Protocol => "protocol",
+            ProbeKind::Measurement => "measurement",
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a probe found: the `result` column of `probes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeResult {
+    /// The server behaves as the probe asks (a protocol check passed; a safety probe did not leak).
+    Respects,
+    /// It does not.
+    Doesnt,
+    /// The probe does not apply (an HTTP-only check on stdio), or the row is a measurement. Never a pass.
+    NotApplicable,
+    /// The probe could not be run or judged (the server did not start, the agent never called it, an
+    /// unexpected error).
+    CouldNotCheck,
+}
+
+impl ProbeResult {
+    /// Every result, in declaration order.
+    pub const ALL: [ProbeResult; 4] = [
+        ProbeResult::Respects,
+        ProbeResult::Doesnt,
+        ProbeResult::NotApplicable,
+        ProbeResult::CouldNotCheck,
+    ];
+
+    /// The word in `probes.result`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeResult::Respects => "respects",
+            ProbeResult::Doesnt => "doesnt",
+            ProbeResult::NotApplicable => "not_applicable",
+            ProbeResult::CouldNotCheck => "could_not_check",
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One server tool call seen on the wire plane.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
@@ -181,7 +304,7 @@ pub struct ToolCallRecord {
     pub response_at: Option<TimestampMicros>,
     pub latency_ms: Option<f64>,
     /// `ok`, `tool_error` (`isError: true`), `protocol_error` (a JSON-RPC error) or `no_response`.
-    pub status: String,
+    pub status: ToolCallStatus,
     /// The JSON-RPC error code, for protocol errors.
     pub protocol_error_code: Option<i64>,
     pub protocol_error_message: Option<String>,
@@ -313,7 +436,7 @@ pub const SAFETY_PROBE_CAPABILITY: &str = "safety-probe";
 pub struct ProbeRecord {
     pub probe_id: String,
     /// `safety`, `protocol` or `measurement` (see BUNDLE-FORMAT.md).
-    pub probe_kind: String,
+    pub probe_kind: ProbeKind,
     pub category: String,
     pub server_id: String,
     /// Null for protocol probes (they involve no agent).
@@ -321,7 +444,7 @@ pub struct ProbeRecord {
     /// The attempt that ran the probe, when it ran as an attempt (safety probes).
     pub attempt_id: Option<String>,
     /// `respects`, `doesnt`, `not_applicable` or `could_not_check`.
-    pub result: String,
+    pub result: ProbeResult,
     pub observed: Option<String>,
     pub detail: String,
 }
@@ -393,7 +516,7 @@ pub struct TaskInstanceRecord {
     pub category: String,
     pub seed: i64,
     /// `dev` or `private`.
-    pub task_set: String,
+    pub task_set: TaskSet,
     pub canonical_sha256: String,
 }
 

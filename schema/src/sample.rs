@@ -7,8 +7,8 @@ use crate::OutcomeClass;
 use crate::ids::AttemptKey;
 use crate::manifest::{LockManifest, LockedAgent, LockedServer, ManifestDraft};
 use crate::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TaskInstanceRecord,
-    ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeKind, ProbeRecord, ProbeResult,
+    StagedUnit, TaskInstanceRecord, ToolCallRecord, ToolCallStatus, VerifierResultRecord,
 };
 use crate::role::AttemptRole;
 use crate::tape::{Dir, EndLine, MessageLine, MetaLine, Plane, TapeLine, TurnLine, tape_path};
@@ -158,13 +158,13 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 },
                 task_id: "db-count".into(),
                 task_version: "1".into(),
-                tier: "basic".into(),
-                class: "core".into(),
+                tier: crate::task::Tier::Basic,
+                class: crate::task::TaskClass::Core,
                 capability: "select".into(),
                 task_set: if i % 4 == 0 {
-                    "private".into()
+                    crate::task::TaskSet::Private
                 } else {
-                    "dev".into()
+                    crate::task::TaskSet::Dev
                 },
                 seed: i64::MAX - i as i64,
                 attempt_index: i as i64,
@@ -234,9 +234,9 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                     response_at: (i % 7 != 3).then_some(started + 1_510),
                     latency_ms: (i % 7 != 3).then_some(1.5),
                     status: if i % 7 == 3 {
-                        "no_response".into()
+                        ToolCallStatus::NoResponse
                     } else {
-                        "ok".into()
+                        ToolCallStatus::Ok
                     },
                     protocol_error_code: (i == 4).then_some(-32_602),
                     protocol_error_message: (i == 4).then(|| "Invalid params: ‘sql’".to_string()),
@@ -284,12 +284,12 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 probes: if i == 0 {
                     vec![ProbeRecord {
                         probe_id: "protocol.version-negotiation".into(),
-                        probe_kind: "protocol".into(),
+                        probe_kind: ProbeKind::Protocol,
                         category: "databases".into(),
                         server_id: "sample-server".into(),
                         agent_id: None,
                         attempt_id: None,
-                        result: "respects".into(),
+                        result: ProbeResult::Respects,
                         observed: Some("2025-11-25".into()),
                         detail: "negotiated revision".into(),
                     }]
@@ -310,7 +310,7 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                     task_version: "1".into(),
                     category: "databases".into(),
                     seed: i64::MAX - i as i64,
-                    task_set: "dev".into(),
+                    task_set: crate::task::TaskSet::Dev,
                     canonical_sha256: crate::ids::sha256_hex(attempt_id.as_bytes()),
                 }],
             }

@@ -41,8 +41,29 @@ impl std::fmt::Display for Category {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskClass {
+    /// Ranked: the board's Completion is the mean over the core tasks.
     Core,
+    /// Shown beside the board, never ranked.
     Extended,
+}
+
+impl TaskClass {
+    /// Every class, in declaration order.
+    pub const ALL: [TaskClass; 2] = [TaskClass::Core, TaskClass::Extended];
+
+    /// The word in catalogs and in `attempts.class`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskClass::Core => "core",
+            TaskClass::Extended => "extended",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Difficulty tier.
@@ -52,6 +73,26 @@ pub enum Tier {
     Basic,
     MultiStep,
     Edge,
+}
+
+impl Tier {
+    /// Every tier, in declaration order.
+    pub const ALL: [Tier; 3] = [Tier::Basic, Tier::MultiStep, Tier::Edge];
+
+    /// The word in catalogs and in `attempts.tier`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Basic => "basic",
+            Tier::MultiStep => "multi-step",
+            Tier::Edge => "edge",
+        }
+    }
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What the final answer is.
@@ -72,6 +113,25 @@ pub enum AnswerKind {
 pub enum TaskSet {
     Dev,
     Private,
+}
+
+impl TaskSet {
+    /// Every set, in declaration order.
+    pub const ALL: [TaskSet; 2] = [TaskSet::Dev, TaskSet::Private];
+
+    /// The word in catalogs and in `attempts.task_set` / `task_instances.task_set`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSet::Dev => "dev",
+            TaskSet::Private => "private",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The capability lists of a category.

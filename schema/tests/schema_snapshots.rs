@@ -88,6 +88,32 @@ fn word_lists() {
     insta::assert_snapshot!("words_attempt_role", words(&AttemptRole::ALL));
     insta::assert_snapshot!("words_builtin_agent", words(&BuiltinAgent::ALL));
     insta::assert_snapshot!("words_control_kind", words(&ControlKind::ALL));
+    use agentrank_schema::records::{ProbeKind, ProbeResult, ToolCallStatus};
+    insta::assert_snapshot!("words_probe_kind", words(&ProbeKind::ALL));
+    insta::assert_snapshot!("words_probe_result", words(&ProbeResult::ALL));
+    for k in ProbeKind::ALL {
+        assert_eq!(words(&[k]), format!("\"{k}\""), "serde and as_str agree");
+    }
+    for r in ProbeResult::ALL {
+        assert_eq!(words(&[r]), format!("\"{r}\""), "serde and as_str agree");
+    }
+    insta::assert_snapshot!("words_tool_call_status", words(&ToolCallStatus::ALL));
+    for s in ToolCallStatus::ALL {
+        assert_eq!(words(&[s]), format!("\"{s}\""), "serde and as_str agree");
+    }
+    use agentrank_schema::task::{TaskClass, TaskSet, Tier};
+    insta::assert_snapshot!("words_task_class", words(&TaskClass::ALL));
+    insta::assert_snapshot!("words_tier", words(&Tier::ALL));
+    insta::assert_snapshot!("words_task_set", words(&TaskSet::ALL));
+    for c in TaskClass::ALL {
+        assert_eq!(words(&[c]), format!("\"{c}\""), "serde and as_str agree");
+    }
+    for t in Tier::ALL {
+        assert_eq!(words(&[t]), format!("\"{t}\""), "serde and as_str agree");
+    }
+    for s in TaskSet::ALL {
+        assert_eq!(words(&[s]), format!("\"{s}\""), "serde and as_str agree");
+    }
 }
 
 #[test]

@@ -9,6 +9,7 @@ use crate::pages::{Index, link};
 use crate::paths;
 use crate::text::visible;
 use crate::view::{Chip, Link};
+use agentrank_schema::records::ToolCallStatus;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -52,10 +53,10 @@ pub fn tape_reading(ix: &Index<'_>, attempt_ids: &[String]) -> TapeReading {
         }
         for c in ix.calls_by_attempt.get(id.as_str()).into_iter().flatten() {
             r.calls += 1;
-            match c.status.as_str() {
-                "tool_error" | "protocol_error" => r.errored += 1,
-                "no_response" => r.unanswered += 1,
-                _ => {}
+            match c.status {
+                ToolCallStatus::ToolError | ToolCallStatus::ProtocolError => r.errored += 1,
+                ToolCallStatus::NoResponse => r.unanswered += 1,
+                ToolCallStatus::Ok => {}
             }
         }
     }

@@ -535,8 +535,8 @@ fn fill_from_records(t: &mut TaskInput, tables: &agentrank_schema::bundle::Table
         if t.category.is_empty() {
             t.category = a.category.clone();
             t.capability = a.capability.clone();
-            t.class = a.class.clone();
-            t.tier = a.tier.clone();
+            t.class = a.class.to_string();
+            t.tier = a.tier.to_string();
         }
     }
     let leak: Vec<&str> = tables

@@ -89,7 +89,7 @@ fn completion_from_attempts(
         a.category == category
             && a.agent_id == AGENT
             && a.server_id == server
-            && a.class == "core"
+            && a.class == agentrank_schema::task::TaskClass::Core
             && !baselines.contains(a.attempt_id.as_str())
     }) {
         let counted = match a.outcome {
@@ -233,7 +233,7 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
         .tables
         .probes
         .iter()
-        .filter(|p| p.probe_kind == "safety")
+        .filter(|p| p.probe_kind == agentrank_schema::records::ProbeKind::Safety)
         .filter_map(|p| p.attempt_id.as_deref())
         .collect();
     assert!(!probe_attempts.is_empty(), "the sweep ran safety probes");
@@ -241,7 +241,7 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
         let extended_ran = bundle.tables.attempts.iter().any(|a| {
             a.category == category
                 && a.agent_id == AGENT
-                && a.class == "extended"
+                && a.class == agentrank_schema::task::TaskClass::Extended
                 && !probe_attempts.contains(a.attempt_id.as_str())
         });
         assert!(!extended_ran, "{category}: an extended task ran");

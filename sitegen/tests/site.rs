@@ -317,7 +317,7 @@ fn private_set_prompts_are_redacted_from_published_tapes() {
         .bundle
         .attempts
         .iter()
-        .filter(|a| a.task_set == "private")
+        .filter(|a| a.task_set == agentrank_schema::task::TaskSet::Private)
         .collect();
     assert!(!private.is_empty());
     for a in private {

@@ -5,7 +5,7 @@
 use super::index::{CategoryData, ids_of, point_of_cell, pooled_completion, reference_attempts};
 use super::{Category, CellKey};
 use crate::gates::{self, GateResult, Trial};
-use crate::input::{Attempt, Input, NullModel, Role};
+use crate::input::{Attempt, Input, NullModel, Role, TaskClass};
 use crate::metrics::{self, View};
 use agentrank_schema::analysis::CellRow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -358,7 +358,11 @@ pub(super) fn coverage_section(
                 agent: agent.clone(),
                 server: server.clone(),
                 task: t.clone(),
-                class: if is_core { "core" } else { "extended" }.to_string(),
+                class: if is_core {
+                    TaskClass::Core
+                } else {
+                    TaskClass::Extended
+                },
                 capability: data.task_capability.get(t).cloned(),
                 passes: passes as i64,
                 countable: outcomes.len() as i64,

@@ -14,8 +14,8 @@ use agentrank_schema::OutcomeClass;
 use agentrank_schema::fixture::FixtureLog;
 use agentrank_schema::predicate::{EvaluationMode, ObservedDatabase, ObservedState};
 use agentrank_schema::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, StagedUnit, TaskInstanceRecord,
-    ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeKind, ProbeRecord, ProbeResult,
+    StagedUnit, TaskInstanceRecord, ToolCallRecord, ToolCallStatus, VerifierResultRecord,
 };
 use agentrank_schema::role::AttemptRole;
 use agentrank_schema::role::ControlKind;
@@ -104,7 +104,9 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
             .then_some(&verdict.wire.listed_tools),
     );
     let attempt = attempt_record(&facts, &verdict, &tool_calls);
-    let answered = tool_calls.iter().any(|c| c.status != "no_response");
+    let answered = tool_calls
+        .iter()
+        .any(|c| c.status != ToolCallStatus::NoResponse);
     let id = facts.slot.attempt_id.clone();
     let mut unit = StagedUnit {
         unit_id: id.clone(),
@@ -122,19 +124,19 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
             task_version: slot.task_version.clone(),
             category: slot.category.clone(),
             seed: attempt.seed,
-            task_set: attempt.task_set.clone(),
+            task_set: attempt.task_set,
             canonical_sha256: instance_sha256(t),
         }),
         Rendered::Probe(p, _) => {
             let leaked = !verdict.evaluation.passed;
             unit.probes.push(ProbeRecord {
                 probe_id: p.probe_id.clone(),
-                probe_kind: "safety".into(),
+                probe_kind: ProbeKind::Safety,
                 category: slot.category.clone(),
                 server_id: slot.server_id.clone(),
                 agent_id: Some(slot.agent_id.clone()),
                 attempt_id: Some(id.clone()),
-                result: probe_result(&verdict.signals, leaked, answered).into(),
+                result: probe_result(&verdict.signals, leaked, answered),
                 observed: None,
                 detail: verdict.reason.clone(),
             });
@@ -150,7 +152,7 @@ pub fn assemble(facts: AttemptFacts) -> StagedUnit {
 /// or answered too much): the fixture then saw no forbidden request because the server could not make
 /// one, not because it refused. `doesnt` when the fixture saw the forbidden request, whatever the server
 /// did after; `respects` needs a call the server answered.
-fn probe_result(signals: &ClassifyInput, leaked: bool, answered: bool) -> &'static str {
+fn probe_result(signals: &ClassifyInput, leaked: bool, answered: bool) -> ProbeResult {
     let unclean = signals.server_faults.iter().any(|f| {
         matches!(
             f.code,
@@ -163,13 +165,13 @@ fn probe_result(signals: &ClassifyInput, leaked: bool, answered: bool) -> &'stat
         )
     });
     if !signals.harness_faults.is_empty() || signals.server_calls == 0 {
-        "could_not_check"
+        ProbeResult::CouldNotCheck
     } else if leaked {
-        "doesnt"
+        ProbeResult::Doesnt
     } else if unclean || !answered {
-        "could_not_check"
+        ProbeResult::CouldNotCheck
     } else {
-        "respects"
+        ProbeResult::Respects
     }
 }
 
@@ -286,7 +288,6 @@ fn attempt_record(
     let instance = facts.rendered.instance();
     let (outcome, reason) = (verdict.outcome, &verdict.reason);
     let evaluation = &verdict.evaluation;
-    let private = instance.set == TaskSet::Private;
     let answer_line = match &evaluation.answer.value {
         agentrank_schema::predicate::AnswerValue::Value { text } => Some(text.clone()),
         agentrank_schema::predicate::AnswerValue::Done => Some("DONE".into()),
@@ -295,18 +296,9 @@ fn attempt_record(
         }
         agentrank_schema::predicate::AnswerValue::Empty => None,
     };
-    let spec_class = match instance.class {
-        agentrank_schema::task::TaskClass::Core => "core",
-        agentrank_schema::task::TaskClass::Extended => "extended",
-    };
-    let tier = match instance.tier {
-        agentrank_schema::task::Tier::Basic => "basic",
-        agentrank_schema::task::Tier::MultiStep => "multi-step",
-        agentrank_schema::task::Tier::Edge => "edge",
-    };
     let (fault_source, fault_code) = fault_columns(outcome, &verdict.signals.server_faults);
     let joined_or_none = |v: &[String]| (!v.is_empty()).then(|| v.join("; "));
-    let errors = tool_calls.iter().filter(|c| c.status != "ok").count() as i64;
+    let errors = tool_calls.iter().filter(|c| !c.status.is_ok()).count() as i64;
     let external = facts.external.as_ref();
     let limits = facts.limits.as_ref();
     AttemptRecord {
@@ -321,14 +313,10 @@ fn attempt_record(
         model_id_reported: external.and_then(|x| x.reported_model.clone()),
         task_id: slot.task_id.clone(),
         task_version: slot.task_version.clone(),
-        tier: tier.into(),
-        class: spec_class.into(),
+        tier: instance.tier,
+        class: instance.class,
         capability: instance.capability.clone(),
-        task_set: if private {
-            "private".into()
-        } else {
-            "dev".into()
-        },
+        task_set: instance.set,
         seed: i64::try_from(slot.seed).unwrap_or(i64::MAX),
         attempt_index: i64::from(slot.attempt_index),
         rerun_index: i64::from(facts.rerun_index),
@@ -629,23 +617,29 @@ mod tests {
         ] {
             assert_eq!(
                 probe_result(&signals(Some(code)), false, true),
-                "could_not_check",
+                ProbeResult::CouldNotCheck,
                 "{code:?}"
             );
             // The forbidden request reached the fixture: the server did not respect it.
-            assert_eq!(probe_result(&signals(Some(code)), true, true), "doesnt");
+            assert_eq!(
+                probe_result(&signals(Some(code)), true, true),
+                ProbeResult::Doesnt
+            );
         }
         assert_eq!(
             probe_result(&signals(None), false, false),
-            "could_not_check"
+            ProbeResult::CouldNotCheck
         );
-        assert_eq!(probe_result(&signals(None), false, true), "respects");
+        assert_eq!(
+            probe_result(&signals(None), false, true),
+            ProbeResult::Respects
+        );
         assert_eq!(
             probe_result(&signals(Some(ServerFaultCode::StderrFlood)), false, true),
-            "respects"
+            ProbeResult::Respects
         );
         let none = ClassifyInput::default();
-        assert_eq!(probe_result(&none, false, true), "could_not_check");
+        assert_eq!(probe_result(&none, false, true), ProbeResult::CouldNotCheck);
     }
 
     #[test]
@@ -676,8 +670,8 @@ mod tests {
             (a.started_at, a.ended_at, a.duration_ms),
             (1_000_000, 6_000_000, 5_000)
         );
-        assert_eq!((a.tier.as_str(), a.class.as_str()), ("multi-step", "core"));
-        assert_eq!(a.task_set, "dev");
+        assert_eq!((a.tier, a.class), (Tier::MultiStep, TaskClass::Core));
+        assert_eq!(a.task_set, TaskSet::Dev);
         assert_eq!(a.model_id_pinned, None);
         assert_eq!(a.cost_usd, Some(0.0), "a built-in agent spends nothing");
         assert_eq!(a.tokens_in, None);
@@ -689,8 +683,8 @@ mod tests {
         assert_eq!(unit.tool_calls.len(), 1);
         let c = &unit.tool_calls[0];
         assert_eq!(
-            (c.tool_name.as_str(), c.status.as_str(), c.tool_listed),
-            ("fetch", "ok", Some(true))
+            (c.tool_name.as_str(), c.status, c.tool_listed),
+            ("fetch", ToolCallStatus::Ok, Some(true))
         );
         assert_eq!((c.request_at, c.response_at), (1_001_000, Some(1_003_000)));
         assert_eq!(c.latency_ms, Some(2.0));
@@ -704,7 +698,7 @@ mod tests {
         assert!(unit.verifier_results.iter().all(|v| !v.redacted));
         assert_eq!(unit.task_instances.len(), 1);
         assert_eq!(unit.task_instances[0].task_id, "wf-title");
-        assert_eq!(unit.task_instances[0].task_set, "dev");
+        assert_eq!(unit.task_instances[0].task_set, TaskSet::Dev);
         assert!(unit.controls.is_empty());
         assert!(unit.probes.is_empty());
         assert_eq!(unit.fixture_health.len(), 1);
@@ -745,7 +739,7 @@ mod tests {
         task.set = TaskSet::Private;
         f.rendered = Rendered::Task(task);
         let unit = assemble(f);
-        assert_eq!(attempt(&unit).task_set, "private");
+        assert_eq!(attempt(&unit).task_set, TaskSet::Private);
         assert!(
             unit.verifier_results
                 .iter()
@@ -784,7 +778,7 @@ mod tests {
         let a = attempt(&unit);
         assert_eq!(a.tool_call_errors, 1);
         let c = &unit.tool_calls[0];
-        assert_eq!(c.status, "protocol_error");
+        assert_eq!(c.status, ToolCallStatus::ProtocolError);
         assert_eq!(c.protocol_error_code, Some(-32603));
         assert_eq!(c.protocol_error_message.as_deref(), Some("internal"));
         assert_eq!(c.is_error, None);
@@ -818,7 +812,7 @@ mod tests {
         assert_eq!(a.pending_call_at_timeout.as_deref(), Some("fetch"));
         assert_eq!(a.server_tool_calls, 1);
         assert_eq!(unit.tool_calls.len(), 1);
-        assert_eq!(unit.tool_calls[0].status, "no_response");
+        assert_eq!(unit.tool_calls[0].status, ToolCallStatus::NoResponse);
         assert_eq!(unit.tool_calls[0].response_at, None);
         assert_eq!(a.tool_call_errors, 1);
     }

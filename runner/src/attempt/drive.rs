@@ -14,7 +14,7 @@ use crate::mcp::client::{ClientOptions, McpSession};
 use crate::roster::ResolvedLaunch;
 use crate::roster::install::InstalledServer;
 use crate::sandbox::World;
-use agentrank_schema::records::ProbeRecord;
+use agentrank_schema::records::{ProbeKind, ProbeRecord, ProbeResult};
 use agentrank_schema::role::BuiltinAgent;
 use agentrank_schema::roster::ServerConfig;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
@@ -386,9 +386,9 @@ fn definition_token_row(
     id: &str,
     slot: &PlannedAttempt,
 ) -> ProbeRecord {
-    let row = |result: &str, observed: Option<String>, detail: String| ProbeRecord {
+    let row = |result: ProbeResult, observed: Option<String>, detail: String| ProbeRecord {
         probe_id: agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE.into(),
-        probe_kind: "measurement".into(),
+        probe_kind: ProbeKind::Measurement,
         category: slot.category.clone(),
         server_id: slot.server_id.clone(),
         agent_id: Some(slot.agent_id.clone()),
@@ -399,7 +399,7 @@ fn definition_token_row(
     };
     let crate::agents::AgentConfig::OpenAi(loop_config) = config else {
         return row(
-            "could_not_check",
+            ProbeResult::CouldNotCheck,
             None,
             "not measured: an agent CLI cannot be run for its first turn alone".into(),
         );
@@ -431,7 +431,7 @@ fn definition_token_row(
     let took = measurement_time(clock.elapsed());
     match measured {
         Ok((counts, tools)) => row(
-            "not_applicable",
+            ProbeResult::NotApplicable,
             Some(counts.tokens().to_string()),
             format!(
                 "input tokens of the first turn on the one-word prompt {:?}: {} with the server's {tools} tools offered, {} without (as the endpoint reported them); {took}",
@@ -441,7 +441,7 @@ fn definition_token_row(
             ),
         ),
         Err(e) => row(
-            "could_not_check",
+            ProbeResult::CouldNotCheck,
             None,
             format!("not measured: {e}; {took}"),
         ),

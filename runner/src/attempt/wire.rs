@@ -3,7 +3,7 @@
 
 use crate::classify::{ServerFault, ServerFaultCode, clip};
 use crate::verify::wire::{WireDir, WireSummary, messages, summarize};
-use agentrank_schema::records::ToolCallRecord;
+use agentrank_schema::records::{ToolCallRecord, ToolCallStatus};
 use agentrank_schema::tape::{Dir, TapeLine};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,7 +95,7 @@ pub fn tool_call_records(
                         request_at: started + m.t,
                         response_at: None,
                         latency_ms: None,
-                        status: "no_response".into(),
+                        status: ToolCallStatus::NoResponse,
                         protocol_error_code: None,
                         protocol_error_message: None,
                         is_error: None,
@@ -115,7 +115,7 @@ pub fn tool_call_records(
                     row.latency_ms = Some((started + m.t - row.request_at) as f64 / 1000.0);
                     row.result_bytes = Some(m.raw.len() as i64);
                     if let Some(err) = msg.get("error") {
-                        row.status = "protocol_error".into();
+                        row.status = ToolCallStatus::ProtocolError;
                         row.protocol_error_code = err.get("code").and_then(|c| c.as_i64());
                         row.protocol_error_message = err
                             .get("message")
@@ -128,9 +128,9 @@ pub fn tool_call_records(
                             .unwrap_or(false);
                         row.is_error = Some(is_error);
                         row.status = if is_error {
-                            "tool_error".into()
+                            ToolCallStatus::ToolError
                         } else {
-                            "ok".into()
+                            ToolCallStatus::Ok
                         };
                     }
                 }
@@ -382,13 +382,13 @@ mod tests {
         assert!(view.has_listing);
         let rows = tool_call_records("a", &lines, Some(&view.listed_tools));
         assert_eq!(rows.len(), 3);
-        assert_eq!(rows[0].status, "ok");
+        assert_eq!(rows[0].status, ToolCallStatus::Ok);
         assert_eq!(rows[0].latency_ms, Some(1.5));
         assert_eq!(rows[0].request_at, 1_000_010);
         assert_eq!(rows[1].tool_listed, Some(false));
-        assert_eq!(rows[1].status, "protocol_error");
+        assert_eq!(rows[1].status, ToolCallStatus::ProtocolError);
         assert_eq!(rows[1].protocol_error_code, Some(-32602));
-        assert_eq!(rows[2].status, "no_response");
+        assert_eq!(rows[2].status, ToolCallStatus::NoResponse);
         assert_eq!(rows[2].response_at, None);
     }
 

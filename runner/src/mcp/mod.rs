@@ -18,11 +18,12 @@ use std::time::Duration;
 
 use agentrank_schema::tape::Dir;
 
+pub use agentrank_schema::records::ProbeResult;
 pub use client::{
     ClientOptions, McpError, McpSession, OFFERED_PROTOCOL_VERSION, PaginationEnd, ServerIdentity,
     SessionEnd, ToolCallOutcome, ToolListing,
 };
-pub use probes::{ProbeObservation, ProbeOutcome, ProbeReport, probe_records, run_probes};
+pub use probes::{ProbeObservation, ProbeReport, probe_records, run_probes};
 pub use process::{ExitKind, ServerProcess};
 pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};
 

@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use agentrank_schema::records::ProbeRecord;
+use agentrank_schema::records::{ProbeKind, ProbeRecord, ProbeResult};
 
 use super::client::{ClientOptions, McpError, McpSession, PaginationEnd};
 use crate::roster::ResolvedLaunch;
@@ -36,44 +36,11 @@ pub const KNOWN_REVISIONS: &[&str] = &[
     "2026-07-28",
 ];
 
-/// Result of one probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeOutcome {
-    Pass,
-    Fail,
-    /// The probe could not be run (the server did not start, an unexpected error).
-    Unknown,
-    /// The probe does not apply to this connection (an HTTP-only check on stdio). Never a pass.
-    NotApplicable,
-}
-
-impl ProbeOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProbeOutcome::Pass => "pass",
-            ProbeOutcome::Fail => "fail",
-            ProbeOutcome::Unknown => "unknown",
-            ProbeOutcome::NotApplicable => "not_applicable",
-        }
-    }
-
-    /// The `result` value of a `probes` row: `respects` (pass), `doesnt` (fail), `not_applicable`,
-    /// `could_not_check`.
-    pub fn record_result(self) -> &'static str {
-        match self {
-            ProbeOutcome::Pass => "respects",
-            ProbeOutcome::Fail => "doesnt",
-            ProbeOutcome::Unknown => "could_not_check",
-            ProbeOutcome::NotApplicable => "not_applicable",
-        }
-    }
-}
-
 /// One probe's finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeObservation {
     pub probe: &'static str,
-    pub outcome: ProbeOutcome,
+    pub outcome: ProbeResult,
     /// What was observed, in words (the value a reader sees on hover).
     pub detail: String,
 }
@@ -93,7 +60,7 @@ pub struct ProbeReport {
     pub startup_error: Option<String>,
 }
 
-fn obs(probe: &'static str, outcome: ProbeOutcome, detail: impl Into<String>) -> ProbeObservation {
+fn obs(probe: &'static str, outcome: ProbeResult, detail: impl Into<String>) -> ProbeObservation {
     ProbeObservation {
         probe,
         outcome,
@@ -129,20 +96,20 @@ pub async fn run_probes(
                     report.probes.push(if non_json == 0 {
                         obs(
                             "stdout-json-only",
-                            ProbeOutcome::Pass,
+                            ProbeResult::Respects,
                             "every stdout line was JSON",
                         )
                     } else {
                         obs(
                             "stdout-json-only",
-                            ProbeOutcome::Fail,
+                            ProbeResult::Doesnt,
                             format!("{non_json} non-JSON line(s) on stdout"),
                         )
                     });
                 }
                 Err(e) => report.probes.push(obs(
                     "stdout-json-only",
-                    ProbeOutcome::Unknown,
+                    ProbeResult::CouldNotCheck,
                     format!("tape not closed: {e}"),
                 )),
             }
@@ -158,7 +125,7 @@ pub async fn run_probes(
             ] {
                 report.probes.push(obs(
                     probe,
-                    ProbeOutcome::Unknown,
+                    ProbeResult::CouldNotCheck,
                     format!("server did not start: {e}"),
                 ));
             }
@@ -173,12 +140,12 @@ pub async fn run_probes(
         .is_some_and(|v| v >= "2026-07-28");
     report.probes.push(obs(
         "header-mismatch",
-        ProbeOutcome::NotApplicable,
+        ProbeResult::NotApplicable,
         "stdio connection: no HTTP headers to mismatch",
     ));
     report.probes.push(obs(
         "cache-hints",
-        ProbeOutcome::NotApplicable,
+        ProbeResult::NotApplicable,
         if modern {
             "not checked on stdio"
         } else {
@@ -199,28 +166,28 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
     report.probes.push(obs(
         "negotiated-revision",
         if known {
-            ProbeOutcome::Pass
+            ProbeResult::Respects
         } else {
-            ProbeOutcome::Fail
+            ProbeResult::Doesnt
         },
         id.protocol_version.clone(),
     ));
     report.probes.push(if id.protocol_version == "2024-11-05" {
         obs(
             "deprecated-revision",
-            ProbeOutcome::Fail,
+            ProbeResult::Doesnt,
             "negotiated 2024-11-05, a retired revision",
         )
     } else if known {
         obs(
             "deprecated-revision",
-            ProbeOutcome::Pass,
+            ProbeResult::Respects,
             format!("negotiated {}", id.protocol_version),
         )
     } else {
         obs(
             "deprecated-revision",
-            ProbeOutcome::Unknown,
+            ProbeResult::CouldNotCheck,
             "unknown revision",
         )
     });
@@ -231,12 +198,12 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
             match (&listing.end, listing.duplicate_names.is_empty()) {
                 (PaginationEnd::Complete, true) => obs(
                     "pagination",
-                    ProbeOutcome::Pass,
+                    ProbeResult::Respects,
                     format!("{} tools in {} page(s)", listing.tools.len(), listing.pages),
                 ),
                 (PaginationEnd::Complete, false) => obs(
                     "pagination",
-                    ProbeOutcome::Fail,
+                    ProbeResult::Doesnt,
                     format!(
                         "duplicate tool names: {}",
                         listing.duplicate_names.join(", ")
@@ -244,19 +211,19 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
                 ),
                 (PaginationEnd::CursorRepeated(c), _) => obs(
                     "pagination",
-                    ProbeOutcome::Fail,
+                    ProbeResult::Doesnt,
                     format!("cursor `{c}` repeated after {} page(s)", listing.pages),
                 ),
                 (PaginationEnd::PageCap(n), _) => obs(
                     "pagination",
-                    ProbeOutcome::Fail,
+                    ProbeResult::Doesnt,
                     format!("still paginating after {n} pages"),
                 ),
             }
         }
         Err(e) => obs(
             "pagination",
-            ProbeOutcome::Fail,
+            ProbeResult::Doesnt,
             format!("tools/list failed: {e}"),
         ),
     });
@@ -264,25 +231,29 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
     report.probes.push(match session.discover().await {
         Ok(true) => obs(
             "discovery-method",
-            ProbeOutcome::Pass,
+            ProbeResult::Respects,
             "server/discover answered",
         ),
         Ok(false) => obs(
             "discovery-method",
-            ProbeOutcome::Fail,
+            ProbeResult::Doesnt,
             "server/discover answered with an error",
         ),
         Err(McpError::Timeout { .. }) => obs(
             "discovery-method",
-            ProbeOutcome::Fail,
+            ProbeResult::Doesnt,
             "server/discover got no answer",
         ),
         Err(McpError::Closed { .. }) => obs(
             "discovery-method",
-            ProbeOutcome::Fail,
+            ProbeResult::Doesnt,
             "the server exited when sent server/discover",
         ),
-        Err(e) => obs("discovery-method", ProbeOutcome::Unknown, e.to_string()),
+        Err(e) => obs(
+            "discovery-method",
+            ProbeResult::CouldNotCheck,
+            e.to_string(),
+        ),
     });
 }
 
@@ -301,28 +272,32 @@ async fn impossible_version_probe(
             if answered == IMPOSSIBLE_PROTOCOL_VERSION {
                 obs(
                     "impossible-version",
-                    ProbeOutcome::Fail,
+                    ProbeResult::Doesnt,
                     format!("accepted the impossible revision {IMPOSSIBLE_PROTOCOL_VERSION}"),
                 )
             } else {
                 obs(
                     "impossible-version",
-                    ProbeOutcome::Pass,
+                    ProbeResult::Respects,
                     format!("answered {answered}"),
                 )
             }
         }
         Err(McpError::Initialize(message)) | Err(McpError::Protocol { message, .. }) => obs(
             "impossible-version",
-            ProbeOutcome::Pass,
+            ProbeResult::Respects,
             format!("refused: {message}"),
         ),
         Err(McpError::Closed { .. }) => obs(
             "impossible-version",
-            ProbeOutcome::Pass,
+            ProbeResult::Respects,
             "closed the connection",
         ),
-        Err(e) => obs("impossible-version", ProbeOutcome::Unknown, e.to_string()),
+        Err(e) => obs(
+            "impossible-version",
+            ProbeResult::CouldNotCheck,
+            e.to_string(),
+        ),
     }
 }
 
@@ -330,17 +305,18 @@ async fn impossible_version_probe(
 /// measurement rows: `tool-definition-size` (observed: characters) and `cold-start` (observed:
 /// milliseconds), both `not_applicable` as results since they are attributes, not checks.
 pub fn probe_records(report: &ProbeReport, server_id: &str, category: &str) -> Vec<ProbeRecord> {
-    let row = |probe: &str, result: &str, observed: Option<String>, detail: String| ProbeRecord {
-        probe_id: probe.to_string(),
-        probe_kind: "protocol".to_string(),
-        category: category.to_string(),
-        server_id: server_id.to_string(),
-        agent_id: None,
-        attempt_id: None,
-        result: result.to_string(),
-        observed,
-        detail,
-    };
+    let row =
+        |probe: &str, result: ProbeResult, observed: Option<String>, detail: String| ProbeRecord {
+            probe_id: probe.to_string(),
+            probe_kind: ProbeKind::Protocol,
+            category: category.to_string(),
+            server_id: server_id.to_string(),
+            agent_id: None,
+            attempt_id: None,
+            result,
+            observed,
+            detail,
+        };
     let mut rows: Vec<ProbeRecord> = report
         .probes
         .iter()
@@ -349,18 +325,13 @@ pub fn probe_records(report: &ProbeReport, server_id: &str, category: &str) -> V
                 "negotiated-revision" => report.negotiated_version.clone(),
                 _ => None,
             };
-            row(
-                p.probe,
-                p.outcome.record_result(),
-                observed,
-                p.detail.clone(),
-            )
+            row(p.probe, p.outcome, observed, p.detail.clone())
         })
         .collect();
     if report.startup_error.is_none() {
         rows.push(row(
             "tool-definition-size",
-            "not_applicable",
+            ProbeResult::NotApplicable,
             Some(report.tool_definition_chars.to_string()),
             format!(
                 "{} tools; {} characters of tool definitions on the wire",
@@ -371,7 +342,7 @@ pub fn probe_records(report: &ProbeReport, server_id: &str, category: &str) -> V
         if let Some(cold) = report.cold_start {
             rows.push(row(
                 "cold-start",
-                "not_applicable",
+                ProbeResult::NotApplicable,
                 Some(cold.as_millis().to_string()),
                 "milliseconds from spawn to the initialize answer".to_string(),
             ));

@@ -44,7 +44,7 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
         };
         decoded.push((plane, rel.clone(), text, note, file));
     }
-    let private = a.task_set == "private";
+    let private = a.task_set == agentrank_schema::task::TaskSet::Private;
     let prompts: Vec<String> = if private {
         decoded
             .iter()
@@ -189,7 +189,7 @@ pub fn attempt(ix: &Index<'_>, a: &AttemptRecord, published: &[PublishedTape]) -
             tapes: tapes_links,
             tape_notes,
             health,
-            private_set: a.task_set == "private",
+            private_set: a.task_set == agentrank_schema::task::TaskSet::Private,
             conformance_lines,
         })),
         path,
@@ -341,7 +341,7 @@ fn tool_call_rows(ix: &Index<'_>, a: &AttemptRecord) -> Vec<ToolCallRow> {
                 Some(false) => "no (hallucinated)".into(),
                 None => "unknown (no tools/list answer on the wire)".into(),
             },
-            status: visible(&t.status),
+            status: t.status.to_string(),
             latency: t
                 .latency_ms
                 .map(|l| format!("{l:.1} ms"))
@@ -451,7 +451,7 @@ fn attempt_facts(a: &AttemptRecord) -> Vec<Chip> {
         },
         Chip {
             label: "Task set".into(),
-            value: visible(&a.task_set),
+            value: a.task_set.to_string(),
         },
     ];
     let mut facts = facts;

@@ -9,7 +9,7 @@ use crate::input::{AgentInput, ServerInput};
 use crate::paths;
 use crate::text::{pct, visible};
 use crate::view::*;
-use agentrank_schema::records::ProbeRecord;
+use agentrank_schema::records::{ProbeKind, ProbeRecord, ProbeResult};
 use std::collections::BTreeMap;
 
 fn metric_link(from: &str, cell: &str, id: &str, text: String) -> Link {
@@ -75,16 +75,18 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
         .probes
         .iter()
         .filter(|p| {
-            p.server_id == s.id && p.probe_kind == "safety" && p.agent_id.as_deref() == Some(agent)
+            p.server_id == s.id
+                && p.probe_kind == ProbeKind::Safety
+                && p.agent_id.as_deref() == Some(agent)
         })
         .collect();
     let protocol: Vec<&ProbeRecord> = ix
         .bundle()
         .probes
         .iter()
-        .filter(|p| p.server_id == s.id && p.probe_kind == "protocol")
+        .filter(|p| p.server_id == s.id && p.probe_kind == ProbeKind::Protocol)
         .collect();
-    let count = |v: &[&ProbeRecord], r: &str| v.iter().filter(|p| p.result == r).count();
+    let count = |v: &[&ProbeRecord], r: ProbeResult| v.iter().filter(|p| p.result == r).count();
     let (completion, ci) = match (c.completion, c.baseline) {
         (Some(i), _) => (
             Some(ml("completion", pct(i.estimate))),
@@ -128,20 +130,22 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
             "safety",
             format!(
                 "{} respects, {} doesn't, {} n/a",
-                count(&safety, "respects"),
-                count(&safety, "doesnt"),
-                count(&safety, "not_applicable") + count(&safety, "could_not_check")
+                count(&safety, ProbeResult::Respects),
+                count(&safety, ProbeResult::Doesnt),
+                count(&safety, ProbeResult::NotApplicable)
+                    + count(&safety, ProbeResult::CouldNotCheck)
             ),
         ),
         protocol: ml(
             "protocol",
             format!(
                 "{}/{} passed, {} unknown",
-                count(&protocol, "respects"),
+                count(&protocol, ProbeResult::Respects),
                 protocol.len()
-                    - count(&protocol, "could_not_check")
-                    - count(&protocol, "not_applicable"),
-                count(&protocol, "could_not_check") + count(&protocol, "not_applicable")
+                    - count(&protocol, ProbeResult::CouldNotCheck)
+                    - count(&protocol, ProbeResult::NotApplicable),
+                count(&protocol, ProbeResult::CouldNotCheck)
+                    + count(&protocol, ProbeResult::NotApplicable)
             ),
         ),
         conformance: anchor(

@@ -9,7 +9,7 @@ use crate::input::{CellAnalysis, ServerInput};
 use crate::paths;
 use crate::text::{pct, visible};
 use crate::view::*;
-use agentrank_schema::records::{AttemptRecord, ProbeRecord};
+use agentrank_schema::records::{AttemptRecord, ProbeKind, ProbeRecord, ToolCallStatus};
 use std::collections::BTreeMap;
 
 /// The page behind one board cell: every attempt, per task, and how each attribute was computed.
@@ -43,7 +43,7 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
         .iter()
         .filter(|p| {
             p.server_id == s.id
-                && (p.probe_kind == "protocol" || p.agent_id.as_deref() == Some(agent))
+                && (p.probe_kind == ProbeKind::Protocol || p.agent_id.as_deref() == Some(agent))
         })
         .collect();
     let refusal = c.and_then(|c| c.refusal.as_ref()).map(|r| {
@@ -258,7 +258,8 @@ fn null_attempt_rows(path: &str, attempts: &[(&AttemptRecord, &str)]) -> Vec<Cel
 /// reason a server's cell fails is often one error repeated, and it belongs one click from the board.
 fn call_error_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -> Vec<CallErrorRow> {
     const MAX_CHARS: usize = 200;
-    let mut groups: BTreeMap<(String, String), (usize, Vec<&AttemptRecord>)> = BTreeMap::new();
+    let mut groups: BTreeMap<(ToolCallStatus, String), (usize, Vec<&AttemptRecord>)> =
+        BTreeMap::new();
     for a in attempts {
         for call in ix
             .calls_by_attempt
@@ -266,7 +267,7 @@ fn call_error_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -> V
             .map(Vec::as_slice)
             .unwrap_or(&[])
         {
-            if call.status == "ok" {
+            if call.status.is_ok() {
                 continue;
             }
             let words: Vec<&str> = call
@@ -279,7 +280,7 @@ fn call_error_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -> V
             if message.chars().count() > MAX_CHARS {
                 message = message.chars().take(MAX_CHARS).collect::<String>() + "…";
             }
-            let e = groups.entry((call.status.clone(), message)).or_default();
+            let e = groups.entry((call.status, message)).or_default();
             e.0 += 1;
             if e.1
                 .last()
@@ -292,7 +293,7 @@ fn call_error_rows(ix: &Index<'_>, path: &str, attempts: &[&AttemptRecord]) -> V
     let mut rows: Vec<CallErrorRow> = groups
         .into_iter()
         .map(|((status, message), (calls, seen))| CallErrorRow {
-            status: visible(&status),
+            status: status.to_string(),
             message: if message.is_empty() {
                 "no message (the tool's own error result)".into()
             } else {

@@ -5,7 +5,7 @@ use crate::input::{AgentInput, ServerInput, TaskInput};
 use crate::paths;
 use crate::text::visible;
 use crate::view::*;
-use agentrank_schema::records::{AttemptRecord, ControlRecord, ProbeRecord};
+use agentrank_schema::records::{AttemptRecord, ControlRecord, ProbeRecord, ProbeResult};
 
 pub(super) fn capability_rows(ix: &Index<'_>, s: &ServerInput) -> Vec<CapabilityRow> {
     ix.bundle()
@@ -36,23 +36,23 @@ pub(super) fn probe_rows(ix: &Index<'_>, from: &str, probes: &[&ProbeRecord]) ->
         .iter()
         .map(|p| ProbeRow {
             probe: visible(&p.probe_id),
-            kind: visible(&p.probe_kind),
+            kind: p.probe_kind.to_string(),
             agent: p
                 .agent_id
                 .as_deref()
                 .map(visible)
                 .unwrap_or_else(|| "—".into()),
-            result: match p.result.as_str() {
-                "respects" => "respects".into(),
-                "doesnt" => "doesn't respect".into(),
-                "not_applicable" => "not applicable".into(),
-                "could_not_check" => "could not check".into(),
-                other => visible(other),
-            },
-            result_class: match p.result.as_str() {
-                "respects" => "pass",
-                "doesnt" => "server-fault",
-                _ => "unknown",
+            result: match p.result {
+                ProbeResult::Respects => "respects",
+                ProbeResult::Doesnt => "doesn't respect",
+                ProbeResult::NotApplicable => "not applicable",
+                ProbeResult::CouldNotCheck => "could not check",
+            }
+            .into(),
+            result_class: match p.result {
+                ProbeResult::Respects => "pass",
+                ProbeResult::Doesnt => "server-fault",
+                ProbeResult::NotApplicable | ProbeResult::CouldNotCheck => "unknown",
             }
             .into(),
             detail: visible(&p.detail),

@@ -82,7 +82,7 @@ pub fn task(ix: &Index<'_>, t: &TaskInput) -> PageModel {
                 }
             },
             seed: i.seed.to_string(),
-            set: visible(&i.task_set),
+            set: i.task_set.to_string(),
             sha256: visible(&i.canonical_sha256),
         })
         .collect();

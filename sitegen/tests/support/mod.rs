@@ -13,6 +13,7 @@ use agentrank_schema::records::*;
 use agentrank_schema::tape::{
     Dir, EndLine, MessageLine, MetaLine, Plane, TapeLine, TurnLine, encode_tape,
 };
+use agentrank_schema::task::{TaskClass, TaskSet, Tier};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -493,17 +494,17 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                             model_id_reported: Some(model.clone()),
                             task_id: tid.clone(),
                             task_version: "1".into(),
-                            tier: "basic".into(),
+                            tier: Tier::Basic,
                             class: if extended {
-                                "extended".into()
+                                TaskClass::Extended
                             } else {
-                                "core".into()
+                                TaskClass::Core
                             },
                             capability: "cap-a".into(),
                             task_set: if private {
-                                "private".into()
+                                TaskSet::Private
                             } else {
-                                "dev".into()
+                                TaskSet::Dev
                             },
                             seed: (rng.next() >> 1) as i64,
                             attempt_index: k as i64,
@@ -567,7 +568,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                                     request_at: 1_790_000_000_300_000,
                                     response_at: Some(1_790_000_000_800_000),
                                     latency_ms: Some(500.0),
-                                    status: "ok".into(),
+                                    status: ToolCallStatus::Ok,
                                     protocol_error_code: None,
                                     protocol_error_message: None,
                                     is_error: Some(false),
@@ -625,9 +626,9 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                                 category: c.to_string(),
                                 seed: k as i64,
                                 task_set: if private {
-                                    "private".into()
+                                    TaskSet::Private
                                 } else {
-                                    "dev".into()
+                                    TaskSet::Dev
                                 },
                                 canonical_sha256: agentrank_schema::ids::sha256_hex(
                                     attempt_id.as_bytes(),
@@ -651,15 +652,15 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                     unit_id: format!("probes-{sid}"),
                     probes: vec![ProbeRecord {
                         probe_id: "impossible-protocol-version".into(),
-                        probe_kind: "protocol".into(),
+                        probe_kind: ProbeKind::Protocol,
                         category: c.to_string(),
                         server_id: sid.clone(),
                         agent_id: None,
                         attempt_id: None,
                         result: if si % 2 == 0 {
-                            "respects".into()
+                            ProbeResult::Respects
                         } else {
-                            "could_not_check".into()
+                            ProbeResult::CouldNotCheck
                         },
                         observed: None,
                         detail: "initialize with protocolVersion 1900-01-01".into(),
@@ -1068,10 +1069,14 @@ pub fn real_shape(root: &Path) -> RealShape {
             model_id_reported: None,
             task_id: task.clone(),
             task_version: "1".into(),
-            tier: "basic".into(),
-            class: if probe { "probe" } else { "core" }.into(),
+            tier: if probe { Tier::Edge } else { Tier::Basic },
+            class: if probe {
+                TaskClass::Extended
+            } else {
+                TaskClass::Core
+            },
             capability: "cap-a".into(),
-            task_set: "dev".into(),
+            task_set: TaskSet::Dev,
             seed: 7,
             attempt_index: 0,
             rerun_index: 0,
@@ -1143,12 +1148,12 @@ pub fn real_shape(root: &Path) -> RealShape {
         } else if probe {
             unit.probes.push(ProbeRecord {
                 probe_id: probe_id.clone(),
-                probe_kind: "safety".into(),
+                probe_kind: ProbeKind::Safety,
                 category: "databases".into(),
                 server_id: sid.clone(),
                 agent_id: Some(agent.into()),
                 attempt_id: Some(attempt_id.clone()),
-                result: "could_not_check".into(),
+                result: ProbeResult::CouldNotCheck,
                 observed: Some("2025-11-25".into()),
                 detail: "every verifier passed but the attempt made no call to the server".into(),
             });
@@ -1179,12 +1184,12 @@ pub fn real_shape(root: &Path) -> RealShape {
                 .iter()
                 .map(|p| ProbeRecord {
                     probe_id: p.to_string(),
-                    probe_kind: "protocol".into(),
+                    probe_kind: ProbeKind::Protocol,
                     category: "databases".into(),
                     server_id: sid.clone(),
                     agent_id: None,
                     attempt_id: None,
-                    result: "respects".into(),
+                    result: ProbeResult::Respects,
                     observed: None,
                     detail: "2 tools in 1 page(s)".into(),
                 })
