@@ -4,7 +4,7 @@
 //! violations. A measured attribute, never scored.
 
 use agentrank_conformance::{
-    AttemptReport, ConformanceError, RevisionSource, RevisionStatus, Side, Source, aggregate,
+    AttemptReport, ConformanceError, RevisionSource, RevisionStatus, Source, aggregate,
     check_bundle_tapes_where, check_bundle_where,
 };
 use agentrank_schema::analysis::{ConformanceAttemptRow, ConformanceRow, ConformanceViolationRow};
@@ -87,13 +87,6 @@ fn i(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn side_word(side: Side) -> &'static str {
-    match side {
-        Side::Harness => "harness",
-        Side::Server => "server",
-    }
-}
-
 /// The rows of one category, servers in name order, attempts in the bundle's order.
 pub fn rows(
     category: &str,
@@ -147,7 +140,7 @@ pub fn rows(
         violation_rows.extend(s.groups.iter().map(|g| ConformanceViolationRow {
             category: category.to_string(),
             server: server.clone(),
-            side: side_word(g.side).to_string(),
+            side: g.side.as_str().to_string(),
             definition: g.definition.clone(),
             pointer: g.pointer.clone(),
             count: i(g.count),

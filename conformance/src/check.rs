@@ -24,6 +24,14 @@ pub enum Side {
 }
 
 impl Side {
+    /// The word in the tables (`tape_violations.side`, the analysis's conformance rows).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Harness => "harness",
+            Side::Server => "server",
+        }
+    }
+
     fn of(dir: Dir) -> Side {
         match dir {
             Dir::In => Side::Harness,

@@ -39,13 +39,6 @@ fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn side_word(side: Side) -> &'static str {
-    match side {
-        Side::Harness => "harness",
-        Side::Server => "server",
-    }
-}
-
 fn not_applicable_words(reason: &NotApplicable) -> (&'static str, Option<String>) {
     match reason {
         NotApplicable::NoInitialize => ("no_initialize", None),
@@ -111,7 +104,7 @@ pub fn to_records(
         .map(|(seq, v)| TapeViolationRecord {
             attempt_id: attempt_id.to_string(),
             seq: count(seq as u64),
-            side: side_word(v.side).to_string(),
+            side: v.side.as_str().to_string(),
             definition: v.definition.clone(),
             pointer: v.pointer.clone(),
             message: v.message.clone(),
@@ -224,11 +217,10 @@ pub fn from_records(
         .iter()
         .map(|v| {
             Ok(Violation {
-                side: match v.side.as_str() {
-                    "harness" => Side::Harness,
-                    "server" => Side::Server,
-                    other => return Err(word_error(id, "side", other)),
-                },
+                side: [Side::Harness, Side::Server]
+                    .into_iter()
+                    .find(|s| s.as_str() == v.side)
+                    .ok_or_else(|| word_error(id, "side", &v.side))?,
                 definition: v.definition.clone(),
                 pointer: v.pointer.clone(),
                 message: v.message.clone(),

@@ -19,7 +19,7 @@ use agentrank_runner::agents::openai::{
     prompt_call,
 };
 use agentrank_runner::agents::{
-    AgentConfig, AgentRun, AgentTask, McpAttach, SYSTEM_PROMPT, run_agent,
+    AgentProgram, AgentRun, AgentTask, McpAttach, SYSTEM_PROMPT, run_agent,
 };
 use agentrank_runner::classify::classify;
 use agentrank_runner::roster::ResolvedLaunch;
@@ -161,8 +161,8 @@ fn scripted(replies: Vec<String>, model: Option<&str>) -> Scripted {
     }
 }
 
-fn prompt_config(base: &str, model: &str) -> AgentConfig {
-    AgentConfig::OpenAi(OpenAiConfig {
+fn prompt_config(base: &str, model: &str) -> AgentProgram {
+    AgentProgram::OpenAi(OpenAiConfig {
         endpoint: Endpoint::OpenAiChat {
             base_url: format!("{base}/v1"),
             api_key_env: None,

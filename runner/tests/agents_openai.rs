@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agentrank_runner::agents::openai::{self, Endpoint, OpenAiConfig, Reasoning};
 use agentrank_runner::agents::{
-    AgentConfig, AgentRun, AgentTask, McpAttach, RunEnd, SYSTEM_PROMPT, TOOL_RESULT_CLIP_CHARS,
+    AgentProgram, AgentRun, AgentTask, McpAttach, RunEnd, SYSTEM_PROMPT, TOOL_RESULT_CLIP_CHARS,
     run_agent,
 };
 use agentrank_runner::classify::{ClassifyInput, classify};
@@ -235,8 +235,8 @@ fn task(server: Option<McpAttach>, limit: Duration, dir: &Path) -> AgentTask {
     }
 }
 
-fn ollama(base: &str, model: &str, reasoning: Reasoning) -> AgentConfig {
-    AgentConfig::OpenAi(OpenAiConfig {
+fn ollama(base: &str, model: &str, reasoning: Reasoning) -> AgentProgram {
+    AgentProgram::OpenAi(OpenAiConfig {
         endpoint: Endpoint::Ollama {
             base_url: base.to_string(),
         },
@@ -249,7 +249,7 @@ fn ollama(base: &str, model: &str, reasoning: Reasoning) -> AgentConfig {
     })
 }
 
-fn run(config: &AgentConfig, task: &AgentTask) -> AgentRun {
+fn run(config: &AgentProgram, task: &AgentTask) -> AgentRun {
     support::runtime()
         .block_on(run_agent(config, task))
         .expect("the run starts")
@@ -395,7 +395,7 @@ fn ollama_loop_through_the_tap_passes() {
 fn openai_chat_format_and_reasoning_off() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ep = serve(Mode::Model);
-    let config = AgentConfig::OpenAi(OpenAiConfig {
+    let config = AgentProgram::OpenAi(OpenAiConfig {
         endpoint: Endpoint::OpenAiChat {
             base_url: format!("{}/v1", ep.base),
             api_key_env: None,
@@ -443,7 +443,7 @@ fn openai_chat_format_and_reasoning_off() {
 fn http_429_is_a_rate_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ep = serve(Mode::Status(429, recorded("openai_rate_limit.json")));
-    let config = AgentConfig::OpenAi(OpenAiConfig {
+    let config = AgentProgram::OpenAi(OpenAiConfig {
         endpoint: Endpoint::OpenAiChat {
             base_url: format!("{}/v1", ep.base),
             api_key_env: None,
@@ -826,7 +826,7 @@ fn tool_definition_tokens_are_the_first_turn_with_tools_minus_without() {
         ))
     };
     let ollama_loop = |base: &str| match ollama(base, "qwen3:8b", Reasoning::Off) {
-        AgentConfig::OpenAi(c) => c,
+        AgentProgram::OpenAi(c) => c,
         _ => unreachable!(),
     };
     for openai_chat in [false, true] {

@@ -13,7 +13,7 @@ use agentrank_runner::agents::claude::ClaudeConfig;
 use agentrank_runner::agents::codex::CodexConfig;
 use agentrank_runner::agents::process::RUN_MARKER_VAR;
 use agentrank_runner::agents::{
-    AgentConfig, AgentTask, McpAttach, RunEnd, SYSTEM_PROMPT, run_agent,
+    AgentProgram, AgentTask, McpAttach, RunEnd, SYSTEM_PROMPT, run_agent,
 };
 use agentrank_runner::classify::classify;
 use agentrank_runner::roster::ResolvedLaunch;
@@ -108,8 +108,8 @@ impl Fake {
     }
 }
 
-fn claude_config(fake: &Fake, env: BTreeMap<String, String>) -> AgentConfig {
-    AgentConfig::Claude(ClaudeConfig {
+fn claude_config(fake: &Fake, env: BTreeMap<String, String>) -> AgentProgram {
+    AgentProgram::Claude(ClaudeConfig {
         program: fake.program(),
         model: "claude-sonnet-4-5-20250929".into(),
         home: fake.dir.path().to_path_buf(),
@@ -273,7 +273,7 @@ fn codex_gets_a_fresh_home_and_builtin_use_is_reported() {
     let fake = Fake::new();
     let login = fake.dir.path().join("auth.json");
     std::fs::write(&login, "{}").expect("login");
-    let config = AgentConfig::Codex(CodexConfig {
+    let config = AgentProgram::Codex(CodexConfig {
         program: fake.program(),
         model: "gpt-5.1-codex".into(),
         login_file: login,
@@ -304,7 +304,7 @@ fn codex_gets_a_fresh_home_and_builtin_use_is_reported() {
 #[test]
 fn a_missing_program_is_a_setup_error() {
     let fake = Fake::new();
-    let config = AgentConfig::Claude(ClaudeConfig {
+    let config = AgentProgram::Claude(ClaudeConfig {
         program: fake.dir.path().join("no-such-claude").display().to_string(),
         model: "m".into(),
         home: fake.dir.path().to_path_buf(),

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 pub const TAPE_VERSION: u32 = 1;
 
 /// Which plane a tape records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Plane {
     Mcp,

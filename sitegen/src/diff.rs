@@ -46,12 +46,17 @@ pub fn steps(a: &AttemptRecord, published: &[PublishedTape]) -> Vec<Step> {
         .map(|(i, m)| {
             let text = format!(
                 "{} {} {}",
-                m.event.plane.name(),
+                crate::tapes::plane_name(m.event.plane),
                 m.event.dir,
                 clip(&m.summary, 160).text
             );
             Step {
-                key: format!("{}|{}|{}", m.event.plane.name(), m.event.dir, m.summary),
+                key: format!(
+                    "{}|{}|{}",
+                    crate::tapes::plane_name(m.event.plane),
+                    m.event.dir,
+                    m.summary
+                ),
                 text: visible(&text),
                 offset_ms: format!("{:.1}", m.offset_ms),
                 event: i,

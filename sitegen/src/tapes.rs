@@ -9,19 +9,14 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
 
-/// Which plane a tape records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Plane {
-    Wire,
-    Agent,
-}
+/// Which plane a tape records: the bundle's own word.
+pub use agentrank_schema::tape::Plane;
 
-impl Plane {
-    pub fn name(self) -> &'static str {
-        match self {
-            Plane::Wire => "wire",
-            Plane::Agent => "agent",
-        }
+/// How the pages name a plane: the MCP plane is the wire between the agent's client and the server.
+pub fn plane_name(plane: Plane) -> &'static str {
+    match plane {
+        Plane::Mcp => "wire",
+        Plane::Agent => "agent",
     }
 }
 
@@ -241,7 +236,7 @@ pub fn merge<'a>(wire: &'a Tape, agent: &'a Tape) -> Vec<MergedEvent<'a>> {
             None => summarize(&e.raw),
         };
         let mut latency_ms = None;
-        if e.plane == Plane::Wire {
+        if e.plane == Plane::Mcp {
             if let Some(start) = sm.response_id.as_ref().and_then(|id| pending.remove(id)) {
                 latency_ms = Some((e.t_us - start) as f64 / 1000.0);
             } else if let Some(id) = sm.request_id {
@@ -302,16 +297,13 @@ not json
 
     #[test]
     fn merges_in_time_order_with_latency() {
-        let w = parse(Plane::Wire, WIRE);
+        let w = parse(Plane::Mcp, WIRE);
         let a = parse(Plane::Agent, AGENT);
         assert!(w.meta.is_some() && w.end.is_some());
         assert_eq!(a.unreadable, vec![4]);
         let m = merge(&w, &a);
         let planes: Vec<Plane> = m.iter().map(|e| e.event.plane).collect();
-        assert_eq!(
-            planes,
-            [Plane::Agent, Plane::Agent, Plane::Wire, Plane::Wire]
-        );
+        assert_eq!(planes, [Plane::Agent, Plane::Agent, Plane::Mcp, Plane::Mcp]);
         assert_eq!(m[1].summary, "tool_call fetch");
         assert_eq!(m[2].summary, "tools/call fetch #1");
         assert_eq!(m[3].latency_ms, Some(250.0));

@@ -1,7 +1,7 @@
 //! External agent adapters: Claude Code ([`claude`]), Codex ([`codex`]) and the minimal loop for any
 //! OpenAI-compatible or Ollama endpoint ([`openai`]), behind one interface.
 //!
-//! The runner calls [`run_agent`] with an [`AgentConfig`] and an [`AgentTask`] (the fixed system prompt,
+//! The runner calls [`run_agent`] with an [`AgentProgram`] and an [`AgentTask`] (the fixed system prompt,
 //! the task prompt, the MCP server command line to attach — the stdio tap in front of the server — and
 //! the time limit). Every adapter returns an [`AgentRun`]: the agent-plane tape lines, the final
 //! message, spend (tokens, cost and whether they are a floor), the model id the agent reported, and the
@@ -80,19 +80,19 @@ pub struct AgentTask {
 
 /// Which agent program, with its pinned settings.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AgentConfig {
+pub enum AgentProgram {
     Claude(claude::ClaudeConfig),
     Codex(codex::CodexConfig),
     OpenAi(openai::OpenAiConfig),
 }
 
-impl AgentConfig {
+impl AgentProgram {
     /// The pinned model id.
     pub fn pinned_model(&self) -> &str {
         match self {
-            AgentConfig::Claude(c) => &c.model,
-            AgentConfig::Codex(c) => &c.model,
-            AgentConfig::OpenAi(c) => &c.model,
+            AgentProgram::Claude(c) => &c.model,
+            AgentProgram::Codex(c) => &c.model,
+            AgentProgram::OpenAi(c) => &c.model,
         }
     }
 }
@@ -407,11 +407,11 @@ pub fn settle_cli(
 
 /// Runs one agent on one task. `Err` only when the run cannot start (a setup problem); every failure
 /// after that is recorded in the returned [`AgentRun`].
-pub async fn run_agent(config: &AgentConfig, task: &AgentTask) -> Result<AgentRun, AgentError> {
+pub async fn run_agent(config: &AgentProgram, task: &AgentTask) -> Result<AgentRun, AgentError> {
     match config {
-        AgentConfig::Claude(c) => claude::run(c, task).await,
-        AgentConfig::Codex(c) => codex::run(c, task).await,
-        AgentConfig::OpenAi(c) => openai::run(c, task).await,
+        AgentProgram::Claude(c) => claude::run(c, task).await,
+        AgentProgram::Codex(c) => codex::run(c, task).await,
+        AgentProgram::OpenAi(c) => openai::run(c, task).await,
     }
 }
 

@@ -16,7 +16,7 @@
 //! Codex reads `reasoning_effort`. `endpoint = "managed"` is the managed local model server a sweep
 //! starts itself ([`super::managed`]); its URL reaches the loop under [`managed_url_key`].
 
-use super::AgentConfig;
+use super::AgentProgram;
 use super::claude::ClaudeConfig;
 use super::codex::CodexConfig;
 use super::openai::{
@@ -176,7 +176,7 @@ pub fn loop_settings(agent: &RosterAgent) -> Result<LoopSettings, AgentSetupErro
 pub fn adapter_config(
     agent: &RosterAgent,
     env: &OperatorEnv,
-) -> Option<Result<AgentConfig, AgentSetupError>> {
+) -> Option<Result<AgentProgram, AgentSetupError>> {
     let id = &agent.id;
     let model = || {
         agent
@@ -198,7 +198,7 @@ pub fn adapter_config(
                 var: var.to_string(),
             })
     };
-    let build = || -> Result<AgentConfig, AgentSetupError> {
+    let build = || -> Result<AgentProgram, AgentSetupError> {
         Ok(match agent.kind {
             AgentKind::MinimalLoop => {
                 let endpoint = match agent.settings.get("endpoint").map(String::as_str) {
@@ -242,7 +242,7 @@ pub fn adapter_config(
                         .parse()
                         .map_err(|_| bad_setting(id, "max_requests", s, "use a count"))?,
                 };
-                AgentConfig::OpenAi(OpenAiConfig {
+                AgentProgram::OpenAi(OpenAiConfig {
                     endpoint,
                     model: model()?,
                     reasoning: reasoning(agent.settings.get("reasoning"), id)?,
@@ -257,7 +257,7 @@ pub fn adapter_config(
                     },
                 })
             }
-            AgentKind::Claude => AgentConfig::Claude(ClaudeConfig {
+            AgentKind::Claude => AgentProgram::Claude(ClaudeConfig {
                 program: cli("AGENTRANK_CLAUDE", "claude")?,
                 model: model()?,
                 home: home.clone(),
@@ -265,7 +265,7 @@ pub fn adapter_config(
                 extra_env: BTreeMap::new(),
                 grace: Duration::from_secs(5),
             }),
-            AgentKind::Codex => AgentConfig::Codex(CodexConfig {
+            AgentKind::Codex => AgentProgram::Codex(CodexConfig {
                 program: cli("AGENTRANK_CODEX", "codex")?,
                 model: model()?,
                 login_file: home.join(".codex/auth.json"),
@@ -322,7 +322,7 @@ mod tests {
         )
         .expect("external")
         .expect("config");
-        let AgentConfig::OpenAi(c) = c else {
+        let AgentProgram::OpenAi(c) = c else {
             panic!("not the loop")
         };
         assert_eq!(
@@ -349,7 +349,7 @@ mod tests {
         .expect("external")
         .expect("config");
         assert!(
-            matches!(c, AgentConfig::OpenAi(OpenAiConfig { endpoint: Endpoint::OpenAiChat { ref base_url, .. }, .. }) if base_url == "http://10.0.0.2:8000/v1")
+            matches!(c, AgentProgram::OpenAi(OpenAiConfig { endpoint: Endpoint::OpenAiChat { ref base_url, .. }, .. }) if base_url == "http://10.0.0.2:8000/v1")
         );
     }
 
@@ -374,7 +374,7 @@ mod tests {
         );
         let mut env = OperatorEnv::new();
         env.insert(managed_url_key("m1"), "http://127.0.0.1:4321/v1".into());
-        let Some(Ok(AgentConfig::OpenAi(c))) = adapter_config(&a, &env) else {
+        let Some(Ok(AgentProgram::OpenAi(c))) = adapter_config(&a, &env) else {
             panic!("the loop")
         };
         assert_eq!(

@@ -20,9 +20,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// What an agent run leaves behind.
+/// What a built-in agent's run leaves behind (an external agent's is [`crate::agents::AgentRun`]).
 #[derive(Debug, Clone, Default)]
-pub struct AgentRun {
+pub struct BuiltinRun {
     pub turns: Vec<TurnLine>,
     pub final_message: Option<String>,
     /// The tool whose call was in flight when the run stopped (a timeout), if any.
@@ -36,7 +36,7 @@ pub struct AgentRun {
 /// Shared, interior-mutable progress of a run, so a timeout can read what happened so far.
 #[derive(Debug, Default)]
 pub struct Progress {
-    inner: std::sync::Mutex<AgentRun>,
+    inner: std::sync::Mutex<BuiltinRun>,
     started: Option<Instant>,
 }
 
@@ -52,7 +52,7 @@ impl Progress {
             .map(|s| i64::try_from(s.elapsed().as_micros()).unwrap_or(i64::MAX))
             .unwrap_or(0)
     }
-    fn with<R>(&self, f: impl FnOnce(&mut AgentRun) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(&mut BuiltinRun) -> R) -> R {
         let mut g = self
             .inner
             .lock()
@@ -93,7 +93,7 @@ impl Progress {
         self.with(|r| r.final_message = Some(message));
     }
     /// A snapshot of the run so far.
-    pub fn snapshot(&self) -> AgentRun {
+    pub fn snapshot(&self) -> BuiltinRun {
         self.with(|r| r.clone())
     }
 }

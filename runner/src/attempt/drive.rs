@@ -344,7 +344,7 @@ fn tap_launch(
 fn run_external(
     env: &AttemptEnv,
     rt: &tokio::runtime::Runtime,
-    config: &crate::agents::AgentConfig,
+    config: &crate::agents::AgentProgram,
     instance: &TaskInstance,
     server: Option<ResolvedLaunch>,
     limit: Duration,
@@ -380,7 +380,7 @@ fn run_external(
 /// the attempt then runs in), so their row says they were not measured.
 fn definition_token_row(
     rt: &tokio::runtime::Runtime,
-    config: &crate::agents::AgentConfig,
+    config: &crate::agents::AgentProgram,
     server: &ResolvedLaunch,
     limit: Duration,
     id: &str,
@@ -393,11 +393,11 @@ fn definition_token_row(
         server_id: slot.server_id.clone(),
         agent_id: Some(slot.agent_id.clone()),
         attempt_id: Some(id.to_string()),
-        result: result.into(),
+        result,
         observed,
         detail,
     };
-    let crate::agents::AgentConfig::OpenAi(loop_config) = config else {
+    let crate::agents::AgentProgram::OpenAi(loop_config) = config else {
         return row(
             ProbeResult::CouldNotCheck,
             None,

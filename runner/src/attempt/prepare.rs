@@ -88,7 +88,7 @@ pub(super) struct Prepared<'a> {
     /// The built-in agent, when the slot's agent is one.
     pub(super) builtin: Option<BuiltinAgent>,
     /// An external agent's adapter configuration (Claude Code, Codex, the minimal loop).
-    pub(super) external: Option<crate::agents::AgentConfig>,
+    pub(super) external: Option<crate::agents::AgentProgram>,
     /// The built-in agent that drives the server (the reference agent's settings for an external
     /// agent, which drives the server itself through the tap).
     pub(super) agent: BuiltinAgent,
@@ -180,7 +180,7 @@ pub(super) fn prepare<'a>(
 fn external_agent(
     env: &AttemptEnv,
     slot: &PlannedAttempt,
-) -> Result<crate::agents::AgentConfig, SetupError> {
+) -> Result<crate::agents::AgentProgram, SetupError> {
     let id = &slot.attempt_id;
     let configured = env.roster.agents.get(&slot.agent_id).ok_or_else(|| {
         setup(

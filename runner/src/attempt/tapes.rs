@@ -2,7 +2,7 @@
 //! built-in agent's turns, an external agent's tape lines, and the empty wire tape that says why no
 //! session started.
 
-use super::builtin::AgentRun;
+use super::builtin::BuiltinRun;
 use super::{SetupError, failed, setup};
 use agentrank_schema::tape::{EndLine, MetaLine, Plane, TapeLine, TapeWriter};
 use std::path::Path;
@@ -12,7 +12,7 @@ pub(super) fn write_agent_tape(
     path: &Path,
     attempt_id: &str,
     started_at: i64,
-    run: &AgentRun,
+    run: &BuiltinRun,
     end: &str,
     redactor: &crate::redact::HostRedactor,
 ) -> Result<String, SetupError> {

@@ -27,7 +27,7 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
     let bundle = &ix.bundle().meta.bundle_id;
     let mut decoded = Vec::new();
     for (plane, rel) in [
-        (Plane::Wire, &a.tape_mcp_path),
+        (Plane::Mcp, &a.tape_mcp_path),
         (Plane::Agent, &a.tape_agent_path),
     ] {
         let file = ix.files.get(rel.as_str()).copied();
@@ -35,11 +35,17 @@ pub fn publish_tapes(ix: &Index<'_>, a: &AttemptRecord) -> Vec<PublishedTape> {
             Some(Ok(t)) => (t, None),
             Some(Err(e)) => (
                 String::new(),
-                Some(format!("{} tape could not be decoded: {e}", plane.name())),
+                Some(format!(
+                    "{} tape could not be decoded: {e}",
+                    crate::tapes::plane_name(plane)
+                )),
             ),
             None => (
                 String::new(),
-                Some(format!("{} tape {rel} is not in the bundle", plane.name())),
+                Some(format!(
+                    "{} tape {rel} is not in the bundle",
+                    crate::tapes::plane_name(plane)
+                )),
             ),
         };
         decoded.push((plane, rel.clone(), text, note, file));
@@ -284,15 +290,15 @@ fn tape_section(
             let c = clip(&m.event.raw, PAYLOAD_DISPLAY_BYTES);
             TimelineEvent {
                 anchor: format!("ev-{i}"),
-                line_anchor: (m.event.plane == Plane::Wire && violating.contains(&m.event.line))
+                line_anchor: (m.event.plane == Plane::Mcp && violating.contains(&m.event.line))
                     .then(|| super::conformance::line_fragment(m.event.line as i64)),
                 offset_ms: format!("{:.1}", m.offset_ms),
-                plane: m.event.plane.name().into(),
+                plane: crate::tapes::plane_name(m.event.plane).into(),
                 dir: visible(&m.event.dir),
                 summary: visible(&m.summary),
                 latency: m.latency_ms.map(|l| format!("{l:.1} ms")).unwrap_or_default(),
                 payload: c.text,
-                clipped_note: if c.clipped { format!("Clipped for display: {} of {} bytes shown; the full line is line {} of the raw {} tape.", PAYLOAD_DISPLAY_BYTES, c.original_bytes, m.event.line, m.event.plane.name()) } else { String::new() },
+                clipped_note: if c.clipped { format!("Clipped for display: {} of {} bytes shown; the full line is line {} of the raw {} tape.", PAYLOAD_DISPLAY_BYTES, c.original_bytes, m.event.line, crate::tapes::plane_name(m.event.plane)) } else { String::new() },
             }
         })
         .collect();
