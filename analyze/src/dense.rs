@@ -15,7 +15,7 @@
 //! The general loop in `bootstrap` handles every other design (cells of different sizes, no exact
 //! Completion codes, agent pairs on different boards).
 
-use crate::bootstrap::{Cell, Design};
+use crate::design::{Cell, Design};
 use crate::rng::Stream;
 
 /// Largest uniform attempt count handled here (counts are kept in bytes).
@@ -243,7 +243,7 @@ pub fn best() -> Level {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::Design;
+    use crate::design::Design;
 
     #[test]
     fn every_kernel_this_processor_runs_draws_what_the_portable_one_does() {

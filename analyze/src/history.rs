@@ -1,8 +1,8 @@
 //! Comparisons across inputs: anomaly flags against earlier bundles (MCPBench: > 2σ moves per server, tasks
 //! whose pass rate jumps across many servers) and test-retest between two runs of a category (§8.7).
 
-use crate::analysis::Config;
 use crate::bootstrap::{Cell, CellId, Design, RhoSummary, cluster_bootstrap};
+use crate::config::Config;
 use crate::input::{Attempt, Input, Role, TaskClass};
 use crate::stats::spearman::spearman_of_completions;
 use agentrank_schema::analysis::{AgreementRow, AnomalyRow};

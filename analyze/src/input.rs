@@ -2,7 +2,8 @@
 //! [`Input`]; every statistic and gate reads only this. Pure data, no IO.
 
 use agentrank_schema::OutcomeClass;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Whether a task is ranked (core) or shown separately (extended): the catalog's word, as the
 /// bundle's `attempts.class` carries it.
@@ -166,4 +167,46 @@ pub fn default_smoke_tasks() -> BTreeMap<String, BTreeSet<String>> {
     .into_iter()
     .map(|(c, t)| (c.to_string(), BTreeSet::from([t.to_string()])))
     .collect()
+}
+
+/// Tool calls by attempt id.
+pub type CallsByAttempt<'a> = HashMap<&'a str, Vec<&'a ToolCall>, BuildHasherDefault<IdHasher>>;
+
+/// A fast, non-cryptographic hasher for attempt ids (local keys, looked up many times per cell; no
+/// iteration order depends on it). Mixes eight bytes at a time.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl IdHasher {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        // Spread the high bits down: the table indexes with the low bits.
+        self.0 ^ (self.0 >> 29)
+    }
 }

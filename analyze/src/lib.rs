@@ -2,8 +2,10 @@
 //! tables, to the analysis Parquet tables and `analysis.json`.
 //!
 //! - [`input`]: the analysis's own input model that every loader converts into;
+//! - [`config`]: the settings (seed, resamples, the construct gate's batches);
 //! - [`stats`]: pure formulas (percentiles, Wilson, exact binomial and power, Spearman, ranks, bands);
 //! - [`rng`]: derived random streams;
+//! - [`design`]: what the bootstrap resamples (cells and a category's crossed design);
 //! - [`bootstrap`]: the crossed cluster bootstrap with ranks and agreement;
 //! - [`gates`]: the validity gates and their refusals;
 //! - [`metrics`]: per-cell metrics and attributes;
@@ -14,12 +16,15 @@
 
 pub mod analysis;
 pub mod bootstrap;
+pub mod config;
 pub mod conformance;
 mod dense;
+pub mod design;
 pub mod history;
 pub mod input;
 pub mod load;
 pub mod load_bundle;
+pub mod load_error;
 pub mod metrics;
 pub mod paired;
 pub mod rng;

@@ -9,6 +9,7 @@
 //! table), `batch`, `tool_calls`, `step_budget`, `cost_usd`. Without `attempt_index`, rows are taken in file order within each cell.
 
 use crate::input::{Attempt, Input, NullModel, Role, TaskClass, ToolCall, default_smoke_tasks};
+pub use crate::load_error::LoadError;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::role::AttemptRole;
 use arrow_array::{Array, RecordBatch, StringArray};
@@ -16,37 +17,6 @@ use arrow_schema::DataType;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::Path;
-
-/// A problem with an input file.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: not a readable CSV file: {source}")]
-    Csv { path: String, source: csv::Error },
-    #[error("{path}: not a readable Parquet file: {message}")]
-    Parquet { path: String, message: String },
-    #[error("{path}: missing required column `{column}` (accepted spellings: {accepted})")]
-    MissingColumn {
-        path: String,
-        column: String,
-        accepted: String,
-    },
-    #[error("{path}, row {row}: column `{column}`: {message}")]
-    BadValue {
-        path: String,
-        row: usize,
-        column: String,
-        message: String,
-    },
-    #[error("{path}: not a readable bundle: {message}")]
-    Bundle { path: String, message: String },
-    #[error("{path}: unsupported input (expected a bundle directory, .csv or .parquet)")]
-    Unsupported { path: String },
-}
 
 /// One column of a [`StringTable`]: every cell's text in one buffer, each cell a span of it (`None` =
 /// null or empty), so reading a table costs no allocation per field.

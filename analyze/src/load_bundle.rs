@@ -10,7 +10,7 @@
 use crate::input::{
     Attempt, Input, NullModel, Role, Structural, TaskClass, ToolCall, default_smoke_tasks,
 };
-use crate::load::LoadError;
+use crate::load_error::LoadError;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
 use agentrank_schema::manifest::ManifestDraft;
 use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;

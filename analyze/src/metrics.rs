@@ -106,7 +106,7 @@ pub struct ToolAttributes {
 /// never listed) and recovery (attempts with a tool error that still passed).
 pub fn tool_attributes(
     attempts: &[&Attempt],
-    calls_by_attempt: &crate::analysis::CallsByAttempt<'_>,
+    calls_by_attempt: &crate::input::CallsByAttempt<'_>,
 ) -> ToolAttributes {
     let mut out = ToolAttributes::default();
     let mut eff = Vec::new();
@@ -260,7 +260,7 @@ mod tests {
             attempt_id: "2".into(),
             ..c1.clone()
         };
-        let mut map: crate::analysis::CallsByAttempt<'_> = Default::default();
+        let mut map: crate::input::CallsByAttempt<'_> = Default::default();
         map.entry("1").or_default().extend([&c1, &c2]);
         map.entry("2").or_default().push(&c3);
         let t = tool_attributes(&[&a, &b], &map);

@@ -3,6 +3,15 @@
 
 use std::collections::BTreeMap;
 
+/// The content pages, in navigation order: (id, nav label); each is `content/<id>.md`.
+pub const CONTENT_PAGES: &[(&str, &str)] = &[
+    ("methodology", "Methodology"),
+    ("tasks", "Task specification"),
+    ("roster", "Roster"),
+    ("commercial", "Commercial policy"),
+    ("changelog", "Changelog"),
+];
+
 /// The built-in content pages, by id.
 pub fn builtin() -> BTreeMap<String, String> {
     [

@@ -9,16 +9,13 @@
 //! - [`chart`]: interval charts as inline SVG;
 //! - [`redact`]: the redaction scanner of the publication gate;
 //! - [`linkcheck`]: the internal link checker;
-//! - [`compare`]: two servers of a board compared (paired differences, attempts to separate);
-//! - [`diff`]: two attempts of one cell and task aligned by step;
-//! - [`evidence`]: each gate's counts, ledger and tape reading as tables;
+//! - [`pages`]: the page models, among them [`pages::compare`] (two servers of a board compared:
+//!   paired differences, attempts to separate), [`pages::diff`] (two attempts of one cell and task
+//!   aligned by step) and [`pages::evidence`] (each gate's counts, ledger and tape reading as tables);
 //! - [`hosting`]: the headers files static hosts read.
 
 pub mod chart;
-pub mod compare;
 pub mod content;
-pub mod diff;
-pub mod evidence;
 pub mod hosting;
 pub mod input;
 pub mod linkcheck;

@@ -587,7 +587,7 @@ fn bundle_files(dir: &Path) -> Result<Vec<BundleFile>, LoadError> {
         let sha256 = sums
             .get(&rel)
             .cloned()
-            .unwrap_or_else(|| crate::site::sha256_hex(&bytes));
+            .unwrap_or_else(|| agentrank_schema::ids::sha256_hex(&bytes));
         files.push(BundleFile {
             path: rel,
             sha256,
@@ -1052,7 +1052,7 @@ fn flagged_anomalies(anomalies: &[an::AnomalyRow]) -> Vec<Anomaly> {
 /// The published words from a `content/` directory: every `<id>.md`.
 pub fn load_content(dir: &Path) -> Result<BTreeMap<String, String>, LoadError> {
     let mut out = BTreeMap::new();
-    for (id, _) in crate::pages::CONTENT_PAGES {
+    for (id, _) in crate::content::CONTENT_PAGES {
         let p = dir.join(format!("{id}.md"));
         if p.is_file() {
             out.insert((*id).to_string(), fs::read_to_string(&p).map_err(io(&p))?);

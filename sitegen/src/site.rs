@@ -70,7 +70,7 @@ pub fn build_with(
     let bundle_id = &input.bundle.meta.bundle_id;
 
     // Attempts that take part in a step-aligned diff keep their steps from the same decoded tapes.
-    let diff_pairs = crate::diff::pairs(&ix);
+    let diff_pairs = crate::pages::diff::pairs(&ix);
     let in_diff: BTreeSet<&str> = diff_pairs
         .iter()
         .flat_map(|(x, y)| [x.attempt_id.as_str(), y.attempt_id.as_str()])
@@ -84,7 +84,7 @@ pub fn build_with(
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut hits: Vec<Hit> = Vec::new();
     let mut published: BTreeMap<String, (usize, String, Option<String>)> = BTreeMap::new();
-    let mut steps: BTreeMap<String, Vec<crate::diff::Step>> = BTreeMap::new();
+    let mut steps: BTreeMap<String, Vec<crate::pages::diff::Step>> = BTreeMap::new();
     for out in attempt_outs {
         let out = out?;
         hits.extend(out.hits);
@@ -107,12 +107,12 @@ pub fn build_with(
     }
     let mut redacted_catalog = public_catalogs(input, &mut published);
     models.push(pages::downloads(&ix, &published));
-    models.extend(crate::compare::pages(&ix));
+    models.extend(crate::pages::compare::pages(&ix));
     let no_steps = Vec::new();
     for (x, y) in &diff_pairs {
         let sx = steps.get(&x.attempt_id).unwrap_or(&no_steps);
         let sy = steps.get(&y.attempt_id).unwrap_or(&no_steps);
-        models.push(crate::diff::diff(&ix, x, y, sx, sy));
+        models.push(crate::pages::diff::diff(&ix, x, y, sx, sy));
     }
 
     let rendered: Vec<Result<(String, String), TemplateError>> = models
@@ -183,7 +183,7 @@ struct AttemptOut {
     page: (String, String),
     tapes: Vec<pages::PublishedTape>,
     hits: Vec<Hit>,
-    steps: Option<(String, Vec<crate::diff::Step>)>,
+    steps: Option<(String, Vec<crate::pages::diff::Step>)>,
 }
 
 /// Attempt pages, with their tapes prepared for publication and scanned, in parallel.
@@ -208,7 +208,7 @@ fn attempt_pages(
             let html = renderer.render(&model)?;
             let steps = in_diff
                 .contains(a.attempt_id.as_str())
-                .then(|| (a.attempt_id.clone(), crate::diff::steps(a, &tapes)));
+                .then(|| (a.attempt_id.clone(), crate::pages::diff::steps(a, &tapes)));
             Ok(AttemptOut {
                 page: (model.path, html),
                 tapes,

@@ -440,7 +440,7 @@ pub struct ControlsView {
     /// The gates above the cells, by category.
     pub gates: Vec<GateView>,
     /// Each gate's counts, ledger and tape reading as tables, in the order of `gates`.
-    pub evidence: Vec<crate::evidence::EvidenceBlock>,
+    pub evidence: Vec<EvidenceBlock>,
     pub controls: Vec<ControlRow>,
     pub probes: Vec<ProbeRow>,
     pub quarantined: Vec<Chip>,
@@ -577,4 +577,25 @@ pub struct ContentView {
     /// Trusted HTML from the project's own `content/` files (raw HTML in them is escaped).
     pub html: String,
     pub toc: Vec<Link>,
+}
+
+/// A table of records.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EvidenceTable {
+    pub caption: String,
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The evidence of one gate.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EvidenceBlock {
+    pub id: String,
+    pub heading: String,
+    pub status: String,
+    pub outcome: String,
+    pub counts: Vec<Chip>,
+    pub tables: Vec<EvidenceTable>,
+    pub tape: Vec<Chip>,
+    pub attempts: Option<Link>,
 }

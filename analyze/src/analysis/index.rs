@@ -2,53 +2,10 @@
 //! cell and task, the task universe, tool calls by attempt id, pooled and per-cell Completion.
 
 use super::CellKey;
-use crate::input::{Attempt, Role, TaskClass, ToolCall};
+use crate::input::{Attempt, Role, TaskClass};
 use crate::metrics::{self, View};
 use agentrank_schema::records::SAFETY_PROBE_CAPABILITY;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Tool calls by attempt id.
-pub type CallsByAttempt<'a> = HashMap<&'a str, Vec<&'a ToolCall>, BuildHasherDefault<IdHasher>>;
-
-/// A fast, non-cryptographic hasher for attempt ids (local keys, looked up many times per cell; no
-/// iteration order depends on it). Mixes eight bytes at a time.
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl IdHasher {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        // Spread the high bits down: the table indexes with the low bits.
-        self.0 ^ (self.0 >> 29)
-    }
-}
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The scored attempts of one category, indexed.
 pub(super) struct CategoryData<'a> {

@@ -8,9 +8,10 @@ mod index;
 mod resample;
 mod rows;
 
-pub use index::{CallsByAttempt, IdHasher};
+pub use crate::config::Config;
+pub use crate::input::{CallsByAttempt, IdHasher};
 
-use crate::gates::{self, ConstructRegistration};
+use crate::gates;
 use crate::history;
 use crate::input::{Attempt, Input};
 use crate::stats::Z95;
@@ -19,24 +20,6 @@ use gating::smoke_gate_for;
 use index::index_category;
 use rows::agreement_rows;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// Analysis settings (recorded in the output).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Config {
-    pub seed: u64,
-    pub resamples: usize,
-    pub construct: ConstructRegistration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            seed: 20_261_130,
-            resamples: 10_000,
-            construct: ConstructRegistration { max_batches: 2 },
-        }
-    }
-}
 
 /// Errors of the analysis proper (input problems are the loaders').
 #[derive(Debug, thiserror::Error)]

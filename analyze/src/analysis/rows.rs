@@ -3,11 +3,12 @@
 //! agreement between agents, separation, paired differences, latency, and the gate rows.
 
 use super::gating::{Boards, Scope};
-use super::index::{CallsByAttempt, CategoryData, ids_of, pooled_completion, reference_attempts};
+use super::index::{CategoryData, ids_of, pooled_completion, reference_attempts};
 use super::resample::Resampled;
 use super::{CELL_RHO_MIN, Category, CellKey, Config, EXCLUDED_FLAG_SHARE, SERVER_RHO_MIN};
 use crate::bootstrap::{BootstrapResult, Design};
 use crate::gates::GateResult;
+use crate::input::CallsByAttempt;
 use crate::input::{Attempt, NullModel, Role};
 use crate::metrics::{self, View};
 use crate::stats::Z95;

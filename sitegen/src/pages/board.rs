@@ -192,7 +192,7 @@ pub fn board(ix: &Index<'_>, category: &str, agent: &AgentInput) -> Result<PageM
             chips,
             chart_svg,
             chart_rows: table_rows,
-            pairs: crate::compare::board_pairs(ix, &path, category, &agent.id),
+            pairs: crate::pages::compare::board_pairs(ix, &path, category, &agent.id),
             groups,
             not_on_board: placed.not_on_board,
             category_refusal: ix.input.analysis.category_refusals.get(category).map(|r| {

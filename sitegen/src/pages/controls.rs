@@ -47,7 +47,7 @@ pub fn controls(ix: &Index<'_>) -> PageModel {
                     }
                 })
                 .collect(),
-            evidence: crate::evidence::blocks(ix, &path),
+            evidence: crate::pages::evidence::blocks(ix, &path),
             controls: ix
                 .bundle()
                 .controls

@@ -22,10 +22,13 @@ mod anomalies;
 mod attempt;
 mod board;
 mod cell;
+pub mod compare;
 mod conformance;
 mod content;
 mod controls;
+pub mod diff;
 mod downloads;
+pub mod evidence;
 mod home;
 mod rows;
 mod server;
@@ -67,8 +70,8 @@ pub enum PageView {
     Anomalies(AnomaliesView),
     Downloads(DownloadsView),
     Content(ContentView),
-    Compare(Box<crate::compare::CompareView>),
-    Diff(Box<crate::diff::DiffView>),
+    Compare(Box<crate::pages::compare::CompareView>),
+    Diff(Box<crate::pages::diff::DiffView>),
 }
 
 /// Building a page model failed.
@@ -81,14 +84,7 @@ pub enum ModelError {
 /// Display bytes of one timeline payload.
 pub const PAYLOAD_DISPLAY_BYTES: usize = 4096;
 
-/// The content pages, in navigation order: (id, file name, nav label).
-pub const CONTENT_PAGES: &[(&str, &str)] = &[
-    ("methodology", "Methodology"),
-    ("tasks", "Task specification"),
-    ("roster", "Roster"),
-    ("commercial", "Commercial policy"),
-    ("changelog", "Changelog"),
-];
+pub use crate::content::CONTENT_PAGES;
 
 /// Indexes over the shown bundle, built once.
 #[derive(Debug)]
@@ -123,7 +119,7 @@ pub struct Index<'a> {
         BTreeMap<&'a str, Vec<&'a agentrank_schema::records::TaskInstanceRecord>>,
     /// (category, agent, server, task) → the two attempts of its step-aligned diff page (ids and
     /// 1-based attempt numbers).
-    pub diffs: crate::diff::DiffLinks<'a>,
+    pub diffs: crate::pages::diff::DiffLinks<'a>,
 }
 
 /// A cell's null-baseline attempts, each with its control kind (`null-<mode>`).
@@ -238,7 +234,7 @@ impl<'a> Index<'a> {
             health_by_attempt: group(&b.fixture_health, |r| r.attempt_id.as_str()),
             instances_by_task: group(&b.task_instances, |r| r.task_id.as_str()),
         };
-        ix.diffs = crate::diff::links_by_task(&ix);
+        ix.diffs = crate::pages::diff::links_by_task(&ix);
         ix
     }
 
@@ -418,7 +414,7 @@ pub fn refusal_view(ix: &Index<'_>, r: &Refusal, evidence: Link) -> RefusalView 
     let opt = |x: Option<f64>| x.map(num3).unwrap_or_else(|| "not applicable".into());
     RefusalView {
         tape: if r.gate == "construct" {
-            crate::evidence::tape_reading(ix, &r.attempt_ids).sentence()
+            crate::pages::evidence::tape_reading(ix, &r.attempt_ids).sentence()
         } else {
             String::new()
         },

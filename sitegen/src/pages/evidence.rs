@@ -8,9 +8,8 @@ use crate::input::GateCounts;
 use crate::pages::{Index, link};
 use crate::paths;
 use crate::text::visible;
-use crate::view::{Chip, Link};
+use crate::view::{Chip, EvidenceBlock, EvidenceTable};
 use agentrank_schema::records::ToolCallStatus;
-use serde::Serialize;
 use serde_json::Value;
 
 /// What the wire tapes of a set of attempts record.
@@ -61,27 +60,6 @@ pub fn tape_reading(ix: &Index<'_>, attempt_ids: &[String]) -> TapeReading {
         }
     }
     r
-}
-
-/// A table of records.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct EvidenceTable {
-    pub caption: String,
-    pub head: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-/// The evidence of one gate.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct EvidenceBlock {
-    pub id: String,
-    pub heading: String,
-    pub status: String,
-    pub outcome: String,
-    pub counts: Vec<Chip>,
-    pub tables: Vec<EvidenceTable>,
-    pub tape: Vec<Chip>,
-    pub attempts: Option<Link>,
 }
 
 /// Counts shown first, in this order (the rest follow in the analysis's order).
