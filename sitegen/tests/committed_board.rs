@@ -5,153 +5,22 @@
 //! site the demo publishes from it is checked where a reader looks: the home page opens on this bundle,
 //! web-fetch is ranked with intervals and bands, and databases shows its refusals in the numbers' place.
 
+mod board_support;
 mod snippets;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use agentrank_analyze::{Config, analyze};
-use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
-use agentrank_sitegen::input::SiteInput;
 use agentrank_sitegen::redact::HostFacts;
-use agentrank_sitegen::{content, load, paths, site};
+use agentrank_sitegen::{paths, site};
+use board_support::{cluster_bootstrap, completion_from_attempts, page, site_input, text};
 
 const AGENT: &str = "qwen-coder-local";
 
 fn bundle_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/local-model")
-}
-
-/// What the site is built from: the committed bundle and its analysis, written into `tmp` and read
-/// back as the site reads it.
-fn site_input(dir: &Path, analysis: &agentrank_analyze::Analysis, tmp: &Path) -> SiteInput {
-    let an_dir = tmp.join("analysis");
-    agentrank_analyze::write::write_all(analysis, &an_dir).expect("write analysis");
-    SiteInput {
-        bundle: load::load_bundle(dir).expect("load bundle"),
-        history: vec![],
-        analysis: load::load_analysis(&an_dir).expect("load analysis"),
-        content: content::builtin(),
-        base_url: None,
-    }
-}
-
-fn page(out: &site::SiteOutput, path: &str) -> String {
-    String::from_utf8(
-        out.files
-            .get(path)
-            .unwrap_or_else(|| panic!("no page {path}"))
-            .clone(),
-    )
-    .expect("utf8")
-}
-
-/// The text a reader sees: tags dropped, entities for `&` and `–` read, whitespace collapsed.
-fn text(html: &str) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for ch in html.chars() {
-        match ch {
-            '<' => in_tag = true,
-            '>' => {
-                in_tag = false;
-                out.push(' ');
-            }
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    let out = out.replace("&amp;", "&").replace("&#8211;", "–");
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Completion of (category, agent, server) from the tables alone: for each core task the share of
-/// its countable attempts that passed, PASS against FAIL, SERVER_TIMEOUT and AGENT_TIMEOUT (every
-/// other class is excluded from both sides); then the mean over the tasks that have any.
-fn completion_from_attempts(
-    tables: &agentrank_schema::bundle::Tables,
-    category: &str,
-    server: &str,
-) -> (f64, usize, usize, Vec<Vec<bool>>) {
-    // The null baselines (modes of this agent against the same server), the no-server control and
-    // the timeout calibration run as this agent too; the controls table names their attempts, and
-    // they are never the agent's score. (A smoke control is an ordinary attempt of its cell.)
-    let baselines: BTreeSet<&str> = tables
-        .controls
-        .iter()
-        .filter(|c| c.control_kind != agentrank_schema::role::ControlKind::Smoke)
-        .map(|c| c.attempt_id.as_str())
-        .collect();
-    let mut per_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    let mut outcomes: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
-    for a in tables.attempts.iter().filter(|a| {
-        a.category == category
-            && a.agent_id == AGENT
-            && a.server_id == server
-            && a.class == agentrank_schema::task::TaskClass::Core
-            && !baselines.contains(a.attempt_id.as_str())
-    }) {
-        let counted = match a.outcome {
-            OutcomeClass::Pass => Some(true),
-            OutcomeClass::Fail | OutcomeClass::ServerTimeout | OutcomeClass::AgentTimeout => {
-                Some(false)
-            }
-            _ => None,
-        };
-        if let Some(passed) = counted {
-            outcomes.entry(a.task_id.as_str()).or_default().push(passed);
-            let e = per_task.entry(a.task_id.as_str()).or_default();
-            e.1 += 1;
-            if passed {
-                e.0 += 1;
-            }
-        }
-    }
-    let tasks = per_task.len();
-    let attempts_counted: usize = per_task.values().map(|(_, n)| n).sum();
-    let mean = per_task
-        .values()
-        .map(|(p, n)| *p as f64 / *n as f64)
-        .sum::<f64>()
-        / tasks.max(1) as f64;
-    (
-        mean,
-        tasks,
-        attempts_counted,
-        outcomes.into_values().collect(),
-    )
-}
-
-/// The §8 cluster bootstrap, written from its text with its own generator (so it agrees with the
-/// analysis in distribution, not draw for draw): 10,000 resamples, each drawing tasks with
-/// replacement and then attempts within each drawn task with replacement; the 2.5th and 97.5th
-/// percentiles of the resampled Completion.
-fn cluster_bootstrap(tasks: &[Vec<bool>]) -> (f64, f64) {
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = |n: usize| -> usize {
-        // splitmix64
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
-    };
-    let mut stats: Vec<f64> = (0..10_000)
-        .map(|_| {
-            let mut sum = 0.0;
-            for _ in 0..tasks.len() {
-                let task = &tasks[next(tasks.len())];
-                let passes = (0..task.len()).filter(|_| task[next(task.len())]).count();
-                sum += passes as f64 / task.len() as f64;
-            }
-            sum / tasks.len() as f64
-        })
-        .collect();
-    stats.sort_by(f64::total_cmp);
-    let at = |q: f64| stats[((stats.len() - 1) as f64 * q).round() as usize];
-    (at(0.025), at(0.975))
 }
 
 #[test]
@@ -190,7 +59,7 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
             r.ci_hi.expect("ci_hi"),
         );
         let (mine, tasks, counted, outcomes) =
-            completion_from_attempts(&bundle.tables, "web-fetch", &r.server);
+            completion_from_attempts(&bundle.tables, "web-fetch", AGENT, &r.server);
         assert!(
             (point - mine).abs() < 1e-9,
             "{}: analysis says {point}, the attempts say {mine}",
@@ -394,42 +263,6 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
 /// calibration runs, its no-server control and its null modes sit under the same agent and servers.
 #[test]
 fn the_download_snippets_reproduce_the_committed_web_fetch_board() {
-    let dir = bundle_dir();
-    let input = agentrank_analyze::load::load_input(&dir).expect("analysis input");
-    let analysis = analyze(
-        &[input],
-        &Config {
-            resamples: 200,
-            ..Config::default()
-        },
-    )
-    .expect("analyse");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let site_input = site_input(&dir, &analysis, tmp.path());
-    let ix = agentrank_sitegen::pages::Index::new(&site_input);
-    let sn = agentrank_sitegen::pages::snippets(&ix, "downloads.html", "web-fetch", AGENT);
-    let published: Vec<(&str, f64)> = analysis
-        .completion
-        .iter()
-        .filter(|r| r.category == "web-fetch" && r.agent == AGENT && r.view == "headline")
-        .filter_map(|r| Some((r.server.as_str(), r.point?)))
-        .collect();
-    assert_eq!(published.len(), 4, "{published:?}");
-    let servers: Vec<&str> = published.iter().map(|p| p.0).collect();
-    for (tool, code) in [
-        ("duckdb", snippets::duckdb_program(&sn.duckdb)),
-        ("pandas", sn.pandas.clone()),
-        ("polars", sn.polars.clone()),
-    ] {
-        let got = snippets::run_snippet(&dir, &code, &servers);
-        for (server, point) in &published {
-            let have = got
-                .get(*server)
-                .unwrap_or_else(|| panic!("{tool}: no value for {server} in {got:?}"));
-            assert!(
-                (have - point).abs() < 1e-4,
-                "{tool}: {server} gives {have}, the board says {point}\n{code}"
-            );
-        }
-    }
+    let published = board_support::snippets_reproduce_the_web_fetch_board(&bundle_dir(), AGENT);
+    assert_eq!(published, 4, "four web-fetch Completions published");
 }
