@@ -252,8 +252,10 @@ fn profile_args(args: &[String]) -> Vec<String> {
     out
 }
 
-/// The committed real-model bundle (`sweeps/local-model.toml`), shown by the demo's site once sealed.
-const REAL_BOARD: &str = "local-model";
+/// The committed real-model bundles, oldest first: `sweeps/local-model.toml` (four web-fetch servers,
+/// prompt mode) and `sweeps/real-board.toml` (the whole web-fetch roster, two agent configurations).
+/// Each one that is sealed is verified and analysed by the demo; the site opens on the newest.
+const REAL_BOARDS: [&str; 2] = ["local-model", "real-board"];
 
 fn demo(args: &[String]) -> Result<()> {
     let root = root();
@@ -311,12 +313,15 @@ fn demo(args: &[String]) -> Result<()> {
         }
         (bundle, out.status.success())
     };
-    // The committed real-model board, when it is sealed, is verified and analysed too, and the site
-    // opens on it (the last bundle), with the demo bundle beside it as history.
+    // The committed real-model boards, those sealed, are verified and analysed too, and the site
+    // opens on the newest (the last bundle), with the demo bundle and older boards beside it as
+    // history.
     let mut bundles = vec![(bundle, stem.clone())];
-    let real = root.join("bundles").join(REAL_BOARD);
-    if stem != REAL_BOARD && real.join("manifest.json").exists() {
-        bundles.push((real.display().to_string(), REAL_BOARD.to_string()));
+    for board in REAL_BOARDS {
+        let real = root.join("bundles").join(board);
+        if stem != board && real.join("manifest.json").exists() {
+            bundles.push((real.display().to_string(), board.to_string()));
+        }
     }
     let mut analysis = PathBuf::new();
     for (bundle, name) in &bundles {
