@@ -1,6 +1,7 @@
 //! The isolation backends a sweep may name: `netns` and `none`, nothing else. A sweep file naming
 //! another backend (the removed `docker` one, say) is refused before anything runs, with the file, the
-//! field and the supported backends in the message, by `plan` and `sweep` alike.
+//! field and the supported backends in the message, by `plan` and `sweep` alike. The same holds for
+//! the sweep's credential context (`anonymous`, `free-key`, `owner-key`).
 
 use std::path::Path;
 use std::process::Command;
@@ -109,4 +110,58 @@ fn a_sweep_naming_docker_is_refused_with_file_field_and_backends() {
         serde_json::from_slice(&std::fs::read(&plan_out).expect("plan file")).expect("plan json");
     assert_eq!(plan["plan"]["sweep"]["isolation"], "none");
     assert_eq!(plan["draft"]["isolation_backend"], "none");
+}
+
+/// The smoke sweep with a `credential_context` line after its `isolation` line.
+fn sweep_with_credentials(dir: &Path, context: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(repo_root().join("sweeps/smoke.toml")).expect("smoke.toml");
+    let path = dir.join(format!("smoke-credentials-{context}.toml"));
+    std::fs::write(
+        &path,
+        text.replacen(
+            "isolation = \"netns\"",
+            &format!("isolation = \"netns\"\ncredential_context = \"{context}\""),
+            1,
+        ),
+    )
+    .expect("write sweep");
+    path
+}
+
+/// The credential context is one of three words: another is refused before anything runs, naming the
+/// file, the field and the words there are; a valid one is what the plan's draft records.
+#[test]
+fn a_sweep_naming_an_unknown_credential_context_is_refused() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let plan_out = tmp.path().join("plan.json");
+    let file = sweep_with_credentials(tmp.path(), "shared-key");
+    let (code, stdout, stderr) = run(&[
+        "plan".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        plan_out.as_os_str(),
+    ]);
+    assert_eq!(code, 2, "stdout {stdout} stderr {stderr}");
+    for needle in [
+        file.display().to_string().as_str(),
+        "credential_context",
+        "shared-key",
+        "anonymous",
+        "free-key",
+        "owner-key",
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} missing from {stderr}");
+    }
+    assert!(!plan_out.exists(), "a plan was written for a refused sweep");
+    let ok = sweep_with_credentials(tmp.path(), "free-key");
+    let (code, stdout, stderr) = run(&[
+        "plan".as_ref(),
+        ok.as_os_str(),
+        "--out".as_ref(),
+        plan_out.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "stdout {stdout} stderr {stderr}");
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan_out).expect("plan file")).expect("plan json");
+    assert_eq!(plan["draft"]["credential_context"], "free-key");
 }

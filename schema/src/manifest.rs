@@ -37,7 +37,7 @@ pub struct ManifestDraft {
     /// True when the isolation backend is `none`: the site marks such bundles as unisolated.
     pub unisolated: bool,
     /// `anonymous`, `free-key` or `owner-key`.
-    pub credential_context: String,
+    pub credential_context: crate::sweep::CredentialContext,
     /// Facts about the machine and system components (kernel, CPU count, database versions, …).
     #[serde(default)]
     pub environment: BTreeMap<String, String>,

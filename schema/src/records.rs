@@ -80,7 +80,7 @@ pub struct AttemptRecord {
     /// `netns`, `docker` or `none`.
     pub isolation_backend: String,
     /// `anonymous`, `free-key` or `owner-key`.
-    pub credential_context: String,
+    pub credential_context: crate::sweep::CredentialContext,
     /// Whose failure the outcome records, when something failed that was not the agent's answer:
     /// `server` (the server's own process misbehaved on the wire: it exited, wrote non-JSON, answered
     /// an id nobody asked, never answered, answered too much, flooded stderr, or never answered

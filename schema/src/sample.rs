@@ -48,7 +48,7 @@ pub fn sample_draft(bundle_id: &str) -> ManifestDraft {
         timeout_budgets_s: [("reference".to_string(), 180)].into_iter().collect(),
         isolation_backend: "none".into(),
         unisolated: true,
-        credential_context: "anonymous".into(),
+        credential_context: crate::sweep::CredentialContext::Anonymous,
         environment: [("os".to_string(), "linux".to_string())]
             .into_iter()
             .collect(),
@@ -200,7 +200,7 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 tape_agent_path: tape_path(&attempt_id, Plane::Agent),
                 tape_agent_sha256: String::new(),
                 isolation_backend: "none".into(),
-                credential_context: "anonymous".into(),
+                credential_context: crate::sweep::CredentialContext::Anonymous,
                 fault_source: match outcome {
                     OutcomeClass::Fail => Some("server".into()),
                     OutcomeClass::HarnessError => Some("harness".into()),

@@ -160,9 +160,9 @@ pub struct SweepConfig {
     /// Run the safety and protocol probes (default true).
     #[serde(default = "yes")]
     pub probes: bool,
-    /// `anonymous`, `free-key` or `owner-key`.
-    #[serde(default = "default_credentials")]
-    pub credential_context: String,
+    /// `anonymous` (the default), `free-key` or `owner-key`.
+    #[serde(default)]
+    pub credential_context: CredentialContext,
     /// Notes copied into the manifest.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -204,8 +204,45 @@ fn yes() -> bool {
 fn is_true(b: &bool) -> bool {
     *b
 }
-fn default_credentials() -> String {
-    "anonymous".into()
+/// Whose credentials the servers ran with (Methodology: servers that need an account are run with
+/// none, a free key, or the owner's key, and the board says which): the sweep's `credential_context`,
+/// recorded on every attempt and in the manifest.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CredentialContext {
+    /// No credentials.
+    #[default]
+    Anonymous,
+    /// A free-tier key anyone can get.
+    FreeKey,
+    /// The server owner's own key.
+    OwnerKey,
+}
+
+impl CredentialContext {
+    /// Every context, in declaration order.
+    pub const ALL: [CredentialContext; 3] = [
+        CredentialContext::Anonymous,
+        CredentialContext::FreeKey,
+        CredentialContext::OwnerKey,
+    ];
+
+    /// The word in sweep files, `attempts.credential_context` and the manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CredentialContext::Anonymous => "anonymous",
+            CredentialContext::FreeKey => "free-key",
+            CredentialContext::OwnerKey => "owner-key",
+        }
+    }
+}
+
+impl std::fmt::Display for CredentialContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl SweepConfig {

@@ -101,6 +101,11 @@ fn word_lists() {
     for s in ToolCallStatus::ALL {
         assert_eq!(words(&[s]), format!("\"{s}\""), "serde and as_str agree");
     }
+    use agentrank_schema::sweep::CredentialContext;
+    insta::assert_snapshot!("words_credential_context", words(&CredentialContext::ALL));
+    for c in CredentialContext::ALL {
+        assert_eq!(words(&[c]), format!("\"{c}\""), "serde and as_str agree");
+    }
     use agentrank_schema::task::{TaskClass, TaskSet, Tier};
     insta::assert_snapshot!("words_task_class", words(&TaskClass::ALL));
     insta::assert_snapshot!("words_tier", words(&Tier::ALL));

@@ -473,7 +473,7 @@ fn bundle_meta(m: &agentrank_schema::manifest::Manifest) -> BundleMeta {
         } else {
             d.isolation_backend.clone()
         },
-        credential_context: d.credential_context.clone(),
+        credential_context: d.credential_context.to_string(),
         plan_hash: d.plan_hash.clone(),
         lock,
         timeout_budgets: d

@@ -41,7 +41,7 @@ pub struct AttemptFacts {
     pub sweep_id: String,
     /// The isolation backend's name (`netns`, `none`).
     pub isolation_backend: String,
-    pub credential_context: String,
+    pub credential_context: agentrank_schema::sweep::CredentialContext,
     pub slot: PlannedAttempt,
     pub rerun_index: u32,
     /// The attempt this one re-runs.
@@ -359,7 +359,7 @@ fn attempt_record(
         tape_agent_path: tape_path(id, Plane::Agent),
         tape_agent_sha256: facts.tape_agent_sha256.clone(),
         isolation_backend: facts.isolation_backend.clone(),
-        credential_context: facts.credential_context.clone(),
+        credential_context: facts.credential_context,
         fault_source,
         fault_code,
         limits_applied: limits.and_then(|(a, _)| joined_or_none(a)),
@@ -552,7 +552,7 @@ mod tests {
             bundle_id: "b1".into(),
             sweep_id: "s1".into(),
             isolation_backend: "netns".into(),
-            credential_context: "none".into(),
+            credential_context: agentrank_schema::sweep::CredentialContext::Anonymous,
             slot: slot(SlotKind::Scored),
             rerun_index: 0,
             rerun_of: None,

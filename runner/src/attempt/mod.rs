@@ -198,7 +198,7 @@ pub struct AttemptEnv<'a> {
     pub default_timeout: Duration,
     /// The limit of a calibration attempt (the policy's upper bound: no budget exists yet).
     pub calibration_timeout: Duration,
-    pub credential_context: String,
+    pub credential_context: agentrank_schema::sweep::CredentialContext,
     pub chromium: String,
     /// Run each server's protocol probes (on its reference smoke attempt).
     pub protocol_probes: bool,

@@ -126,7 +126,7 @@ pub(super) fn observe(
         bundle_id: env.bundle_id.clone(),
         sweep_id: env.sweep_id.clone(),
         isolation_backend: env.backend.as_str().into(),
-        credential_context: env.credential_context.clone(),
+        credential_context: env.credential_context,
         slot: slot.clone(),
         rerun_index,
         rerun_of,

@@ -270,7 +270,7 @@ pub(super) fn draft_for(
             .collect(),
         isolation_backend: backend.as_str().into(),
         unisolated: backend == BackendKind::None,
-        credential_context: sweep.credential_context.clone(),
+        credential_context: sweep.credential_context,
         environment: environment_fingerprint(backend),
         catalog_version: plan.catalog_sha256.clone(),
         task_lint: Some(task_lint),

@@ -92,7 +92,7 @@ pub fn execute(
             .collect(),
         default_timeout: Duration::from_secs(sweep.timeouts.min_s),
         calibration_timeout: Duration::from_secs(sweep.timeouts.max_s.max(sweep.timeouts.min_s)),
-        credential_context: sweep.credential_context.clone(),
+        credential_context: sweep.credential_context,
         chromium: opts.chromium.clone(),
         protocol_probes: sweep.probes,
         operator_env,

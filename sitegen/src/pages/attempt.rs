@@ -453,7 +453,7 @@ fn attempt_facts(a: &AttemptRecord) -> Vec<Chip> {
         },
         Chip {
             label: "Credentials".into(),
-            value: visible(&a.credential_context),
+            value: a.credential_context.to_string(),
         },
         Chip {
             label: "Task set".into(),
