@@ -323,7 +323,7 @@ fn budget_refusals_of(
         .budget_gates
         .iter()
         .filter_map(|r| {
-            let gate = r.refused_by.clone()?;
+            let gate = r.refused_by?;
             let servers = advertised
                 .keys()
                 .filter(|(c, _)| *c == r.category)
@@ -333,7 +333,7 @@ fn budget_refusals_of(
                 (r.category.clone(), r.agent_id.clone()),
                 crate::input::BudgetRefusal {
                     gate,
-                    verdict: r.verdict.clone(),
+                    verdict: r.verdict,
                     reason: r.reason.clone(),
                     detail: r.detail.clone(),
                     core_tasks: r.core_tasks,

@@ -6,6 +6,7 @@ use agentrank_analyze::input::Role;
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze, load};
 use agentrank_schema::bundle::{Staging, write_atomic};
+use agentrank_schema::gate::{Gate, GateStatus};
 use agentrank_schema::ids::sha256_hex;
 use agentrank_schema::records::{ControlRecord, ProbeRecord, StagedUnit};
 use agentrank_schema::role::ControlKind;
@@ -296,9 +297,9 @@ fn built_in_agents_are_baselines_not_boards() {
     let surface = cat
         .gates
         .iter()
-        .find(|g| g.gate == "surface")
+        .find(|g| g.gate == Gate::Surface)
         .expect("surface gate");
-    assert_eq!(surface.status, "PASSED", "{surface:?}");
+    assert_eq!(surface.status, GateStatus::Passed, "{surface:?}");
 }
 
 #[test]

@@ -5,6 +5,7 @@ use agentrank_analyze::input::{Attempt, Input, NullModel, Role};
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze};
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::gate::{Gate, GateOutcome};
 use serde_json::Value;
 
 fn cfg() -> Config {
@@ -106,7 +107,7 @@ fn control_pass_quarantines_and_thin_suite_is_insufficient_surface() {
     let (a, v) = doc(input);
     assert!(
         a.completion.iter().all(|r| r.status == "REFUSED"
-            && r.refusal_outcome.as_deref() == Some("INSUFFICIENT_SURFACE"))
+            && r.refusal_outcome == Some(GateOutcome::InsufficientSurface))
     );
     let cell = &v["categories"]["databases"]["completion"]["claude"]["srv-0-01"];
     assert!(
@@ -170,7 +171,7 @@ fn null_baseline_kill_refuses_the_agents_cells() {
     assert!(
         a.completion
             .iter()
-            .all(|r| r.refusal_outcome.as_deref() == Some("KILL"))
+            .all(|r| r.refusal_outcome == Some(GateOutcome::Kill))
     );
     let r = &v["categories"]["databases"]["completion"]["gptoss"]["srv-0-02"]["refusal"];
     assert_eq!(
@@ -194,7 +195,7 @@ fn missing_null_model_is_indeterminate() {
     assert!(
         a.completion
             .iter()
-            .all(|r| r.refusal_outcome.as_deref() == Some("INDETERMINATE"))
+            .all(|r| r.refusal_outcome == Some(GateOutcome::Indeterminate))
     );
 }
 
@@ -216,8 +217,8 @@ fn construct_failure_and_compromise() {
     assert!(
         a.completion
             .iter()
-            .all(|r| r.refusal_outcome.as_deref() == Some("GATE_FAILED")
-                && r.refusal_gate.as_deref() == Some("construct"))
+            .all(|r| r.refusal_outcome == Some(GateOutcome::GateFailed)
+                && r.refusal_gate == Some(Gate::Construct))
     );
     let r = &v["categories"]["databases"]["refusals"][0];
     assert_eq!(r["reason"], "reference_below_threshold");
@@ -239,7 +240,7 @@ fn construct_failure_and_compromise() {
     assert!(
         a.completion
             .iter()
-            .all(|r| r.refusal_outcome.as_deref() == Some("COMPROMISED"))
+            .all(|r| r.refusal_outcome == Some(GateOutcome::Compromised))
     );
 }
 
@@ -255,7 +256,7 @@ fn smoke_failure_voids_every_category() {
     assert!(
         a.completion
             .iter()
-            .all(|r| r.refusal_outcome.as_deref() == Some("SWEEP_VOID"))
+            .all(|r| r.refusal_outcome == Some(GateOutcome::SweepVoid))
     );
     assert_eq!(
         v["categories"]["web-fetch"]["refusals"][0]["reason"],
@@ -286,19 +287,13 @@ fn incomplete_attempt_rule_takes_the_server_off_that_board_only() {
         .completion
         .iter()
         .filter(|r| r.status == "REFUSED")
-        .map(|r| {
-            (
-                r.agent.as_str(),
-                r.server.as_str(),
-                r.refusal_outcome.as_deref(),
-            )
-        })
+        .map(|r| (r.agent.as_str(), r.server.as_str(), r.refusal_outcome))
         .collect();
     assert_eq!(
         refused,
         vec![
-            ("claude", "srv-0-02", Some("INCOMPLETE_COVERAGE")),
-            ("claude", "srv-0-02", Some("INCOMPLETE_COVERAGE"))
+            ("claude", "srv-0-02", Some(GateOutcome::IncompleteCoverage)),
+            ("claude", "srv-0-02", Some(GateOutcome::IncompleteCoverage))
         ]
     );
     let bands: Vec<String> = v["categories"]["databases"]["bands"]["claude"]

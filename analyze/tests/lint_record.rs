@@ -6,6 +6,7 @@ use agentrank_analyze::input::Structural;
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze, load};
 use agentrank_schema::bundle::Staging;
+use agentrank_schema::gate::Gate;
 use agentrank_schema::manifest::{TaskLintFinding, TaskLintRecord};
 use agentrank_schema::sample::{sample_draft, stage_sample};
 use serde_json::Value;
@@ -46,7 +47,7 @@ fn leak_explanation(structural: Structural) -> (String, Vec<String>) {
     let leak = a
         .gates
         .iter()
-        .find(|g| g.gate == "leak" && g.category == "databases")
+        .find(|g| g.gate == Gate::Leak && g.category == "databases")
         .expect("leak gate");
     let counts: Value = serde_json::from_str(&leak.counts_json).expect("counts");
     let quarantined = counts["quarantined"]

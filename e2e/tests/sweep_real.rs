@@ -15,6 +15,7 @@ mod support;
 
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
+use agentrank_schema::gate::Gate;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -201,7 +202,7 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
         let construct = c
             .gates
             .iter()
-            .find(|g| g.gate == "construct")
+            .find(|g| g.gate == Gate::Construct)
             .unwrap_or_else(|| panic!("{category}: no construct gate"));
         assert_ne!(
             construct.reason, "registered_extension_not_run",

@@ -13,6 +13,7 @@ mod support;
 
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle, verify_bundle};
+use agentrank_schema::gate::{Gate, GateOutcome};
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -380,14 +381,10 @@ tasks = ["wf-html-code", "wf-heading"]
     assert_eq!(gates.len(), 1, "{gates:#?}");
     let g = &gates[0];
     assert_eq!(
-        (
-            g.category.as_str(),
-            g.agent_id.as_str(),
-            g.refused_by.as_deref()
-        ),
-        ("web-fetch", "steady", Some("leak"))
+        (g.category.as_str(), g.agent_id.as_str(), g.refused_by),
+        ("web-fetch", "steady", Some(Gate::Leak))
     );
-    assert_eq!(g.verdict, "INSUFFICIENT_SURFACE");
+    assert_eq!(g.verdict, GateOutcome::InsufficientSurface);
     assert_eq!(g.skipped_slots, 10, "2 tasks × 5 adaptive slots");
     // The analysis publishes the refusal where the number would be.
     let input = agentrank_analyze::load::load_input(&dir).expect("load");
@@ -404,18 +401,20 @@ tasks = ["wf-html-code", "wf-heading"]
     assert_eq!(rows.len(), 1, "one refused cell per server: {rows:#?}");
     let r = rows[0];
     assert_eq!(
+        (r.server.as_str(), r.status.as_str(), r.refusal_outcome),
         (
-            r.server.as_str(),
-            r.status.as_str(),
-            r.refusal_outcome.as_deref()
-        ),
-        ("mcp-server-fetch", "REFUSED", Some("INSUFFICIENT_SURFACE"))
+            "mcp-server-fetch",
+            "REFUSED",
+            Some(GateOutcome::InsufficientSurface)
+        )
     );
     assert_eq!(r.point, None, "no number where the gate refused");
     let gate = out
         .gates
         .iter()
-        .find(|g| g.agent.as_deref() == Some("steady") && g.outcome == "INSUFFICIENT_SURFACE")
+        .find(|g| {
+            g.agent.as_deref() == Some("steady") && g.outcome == GateOutcome::InsufficientSurface
+        })
         .expect("the budget gate's row");
     assert!(
         gate.explanation

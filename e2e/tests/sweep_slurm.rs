@@ -24,6 +24,7 @@ mod support;
 
 use agentrank_runner::plan::shard_of;
 use agentrank_schema::bundle::{Staging, read_bundle, verify_bundle};
+use agentrank_schema::gate::Gate;
 use agentrank_schema::sweep::{PlanFile, SlotKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -590,7 +591,7 @@ fn construct_gate(bundle: &Path, max_batches: u32) -> Vec<agentrank_schema::anal
         .expect("analysis")
         .gates
         .into_iter()
-        .filter(|g| g.gate == "construct")
+        .filter(|g| g.gate == Gate::Construct)
         .collect()
 }
 

@@ -34,30 +34,15 @@ pub const MAX_ERROR_SHARE: f64 = 0.05;
 /// Null-baseline kill ratio: KILL iff T_null ≥ this × the real Completion.
 pub const NULL_RATIO: f64 = 0.5;
 
-/// Whether a gate passed, refused, or could not run on this input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum GateStatus {
-    Passed,
-    Refused,
-    NotRun,
-}
-
-impl GateStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GateStatus::Passed => "PASSED",
-            GateStatus::Refused => "REFUSED",
-            GateStatus::NotRun => "NOT_RUN",
-        }
-    }
-}
+/// The gates' words (which gate, whether it passed, the outcome it names) are the bundle schema's.
+pub use agentrank_schema::gate::{Gate, GateOutcome, GateStatus};
 
 /// One gate evaluation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GateResult {
-    pub gate: &'static str,
+    pub gate: Gate,
     pub status: GateStatus,
-    pub outcome: String,
+    pub outcome: GateOutcome,
     pub reason: String,
     pub explanation: String,
     pub counts: BTreeMap<String, Value>,
@@ -71,16 +56,16 @@ pub struct GateResult {
 
 impl GateResult {
     fn new(
-        gate: &'static str,
+        gate: Gate,
         status: GateStatus,
-        outcome: &str,
+        outcome: GateOutcome,
         reason: &str,
         explanation: String,
     ) -> Self {
         GateResult {
             gate,
             status,
-            outcome: outcome.to_string(),
+            outcome,
             reason: reason.to_string(),
             explanation,
             counts: BTreeMap::new(),
@@ -105,23 +90,23 @@ impl GateResult {
 pub fn lock_gate(lock_complete: Option<bool>, problems: &[String]) -> GateResult {
     match lock_complete {
         None => GateResult::new(
-            "structural",
+            Gate::Structural,
             GateStatus::NotRun,
-            "NOT_RUN",
+            GateOutcome::NotRun,
             "no_lock_manifest_in_input",
             "The input is a plain attempts table; it carries no lock manifest to check.".into(),
         ),
         Some(true) => GateResult::new(
-            "structural",
+            Gate::Structural,
             GateStatus::Passed,
-            "PROCEED",
+            GateOutcome::Proceed,
             "lock_manifest_complete",
             "The lock manifest pins every package, image and model id.".into(),
         ),
         Some(false) => GateResult::new(
-            "structural",
+            Gate::Structural,
             GateStatus::Refused,
-            "GATE_FAILED",
+            GateOutcome::GateFailed,
             "lock_manifest_incomplete",
             format!(
                 "The lock manifest is incomplete ({}), so the sweep cannot be reproduced.",
@@ -174,9 +159,9 @@ pub fn leak_gate(
         ),
     };
     let mut g = GateResult::new(
-        "leak",
+        Gate::Leak,
         GateStatus::Passed,
-        "PROCEED",
+        GateOutcome::Proceed,
         if quarantined.is_empty() {
             "no_leak"
         } else {
@@ -202,9 +187,9 @@ pub fn surface_gate(core_before: usize, quarantined: usize) -> GateResult {
     let admitted = core_before.saturating_sub(quarantined);
     let g = if admitted < MIN_SURFACE {
         GateResult::new(
-            "surface",
+            Gate::Surface,
             GateStatus::Refused,
-            "INSUFFICIENT_SURFACE",
+            GateOutcome::InsufficientSurface,
             "suite_below_minimum",
             format!(
                 "Only {admitted} core tasks remain ({quarantined} quarantined of {core_before}); a suite below {MIN_SURFACE} is refused rather than published."
@@ -212,9 +197,9 @@ pub fn surface_gate(core_before: usize, quarantined: usize) -> GateResult {
         )
     } else {
         GateResult::new(
-            "surface",
+            Gate::Surface,
             GateStatus::Passed,
-            "PROCEED",
+            GateOutcome::Proceed,
             "suite_size_ok",
             format!("{admitted} core tasks admitted (minimum {MIN_SURFACE})."),
         )
@@ -228,12 +213,12 @@ pub fn surface_gate(core_before: usize, quarantined: usize) -> GateResult {
 }
 
 /// A gate that refused an agent's scored attempts in a category before they ran.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BudgetRefusal {
     /// `leak` or `null_baseline`.
-    pub gate: String,
+    pub gate: Gate,
     /// `INSUFFICIENT_SURFACE`, `KILL` or `INDETERMINATE`.
-    pub verdict: String,
+    pub verdict: GateOutcome,
     pub reason: String,
     pub detail: String,
     /// Core tasks before and after the quarantine, and the agent's null Completions.
@@ -249,15 +234,15 @@ pub struct BudgetRefusal {
 /// A gate the sweep checked before an agent's scored attempts in a category and that refused them
 /// (gates before budget): the same gate name and verdict as the analysis's own, with the sweep's counts.
 pub fn budget_gate(agent: &str, r: &BudgetRefusal) -> GateResult {
-    let gate: &'static str = if r.gate == "leak" {
-        "surface"
+    let gate = if r.gate == Gate::Leak {
+        Gate::Surface
     } else {
-        "null_baseline"
+        Gate::NullBaseline
     };
     let mut g = GateResult::new(
         gate,
         GateStatus::Refused,
-        &r.verdict,
+        r.verdict,
         &r.reason,
         format!(
             "{} Checked before the agent's scored attempts, which were not run ({} planned slots skipped).",
@@ -272,7 +257,7 @@ pub fn budget_gate(agent: &str, r: &BudgetRefusal) -> GateResult {
         g.counts
             .insert(format!("null_{k}"), v.map_or(Value::Null, Value::from));
     }
-    if gate == "null_baseline" {
+    if gate == Gate::NullBaseline {
         g.threshold = Some(NULL_RATIO);
     } else {
         g.threshold = Some(MIN_SURFACE as f64);
@@ -298,10 +283,15 @@ pub enum PreBudgetVerdict {
 impl PreBudgetVerdict {
     /// The verdict's word, as the manifest's `budget_gates` records it.
     pub fn as_str(self) -> &'static str {
+        self.outcome().as_str()
+    }
+
+    /// The gate outcome the verdict names.
+    pub fn outcome(self) -> GateOutcome {
         match self {
-            PreBudgetVerdict::Proceed => "PROCEED",
-            PreBudgetVerdict::Kill => "KILL",
-            PreBudgetVerdict::Indeterminate => "INDETERMINATE",
+            PreBudgetVerdict::Proceed => GateOutcome::Proceed,
+            PreBudgetVerdict::Kill => GateOutcome::Kill,
+            PreBudgetVerdict::Indeterminate => GateOutcome::Indeterminate,
         }
     }
 
@@ -321,8 +311,8 @@ pub struct PreBudgetNull {
 
 impl PreBudgetNull {
     /// The gate that refused (`null_baseline`), or `None` when the scored attempts run.
-    pub fn refused_by(&self) -> Option<&'static str> {
-        self.verdict.refuses().then_some("null_baseline")
+    pub fn refused_by(&self) -> Option<Gate> {
+        self.verdict.refuses().then_some(Gate::NullBaseline)
     }
 }
 
@@ -388,41 +378,41 @@ pub fn null_gate(
     };
     let mut g = if !any_present && !strict {
         GateResult::new(
-            "null_baseline",
+            Gate::NullBaseline,
             GateStatus::NotRun,
-            "NOT_RUN",
+            GateOutcome::NotRun,
             "no_null_runs_in_input",
             "The input holds no null-model runs; the null baseline was not run.".into(),
         )
     } else {
         match (t_null, real) {
             (None, _) | (_, None) => GateResult::new(
-                "null_baseline",
+                Gate::NullBaseline,
                 GateStatus::Refused,
-                "INDETERMINATE",
+                GateOutcome::Indeterminate,
                 "null_or_real_completion_missing",
                 "A null model's or the agent's Completion is missing, so the null baseline cannot be read; the board is withheld, as when a null model does as well as the agent.".into(),
             ),
             (Some(_), Some(r)) if r <= 0.0 => GateResult::new(
-                "null_baseline",
+                Gate::NullBaseline,
                 GateStatus::Refused,
-                "INDETERMINATE",
+                GateOutcome::Indeterminate,
                 "real_completion_zero",
                 "The agent passed no core task on any server (real Completion 0), so there is nothing to compare the null models with; the board is withheld, as when a null model does as well as the agent.".into(),
             ),
             (Some(t), Some(r)) if t >= NULL_RATIO * r => GateResult::new(
-                "null_baseline",
+                Gate::NullBaseline,
                 GateStatus::Refused,
-                "KILL",
+                GateOutcome::Kill,
                 "null_baseline_at_or_above_half_of_real",
                 format!(
                     "A null model reached {t:.3}, at least half the real Completion {r:.3}: the tasks were answerable without the server. The finding is about the task suite, not the server."
                 ),
             ),
             (Some(t), Some(r)) => GateResult::new(
-                "null_baseline",
+                Gate::NullBaseline,
                 GateStatus::Passed,
-                "PROCEED",
+                GateOutcome::Proceed,
                 "null_baseline_below_half_of_real",
                 format!("T_null {t:.3} is below half the real Completion {r:.3}."),
             ),
@@ -509,17 +499,17 @@ pub fn construct_gate(
     };
     let mut g = if batches.is_empty() || n + errors == 0 {
         GateResult::new(
-            "construct",
+            Gate::Construct,
             GateStatus::Refused,
-            "INDETERMINATE",
+            GateOutcome::Indeterminate,
             "construct_not_run",
             format!("The reference agent has no recorded attempts on reference server {server}."),
         )
     } else if error_share > MAX_ERROR_SHARE {
         GateResult::new(
-            "construct",
+            Gate::Construct,
             GateStatus::Refused,
-            "COMPROMISED",
+            GateOutcome::Compromised,
             "oracle_error_share_above_limit",
             format!(
                 "{errors} of {} reference calls errored ({:.1}% > 5%): the measurement did not complete. Not a verdict about the server.",
@@ -530,45 +520,45 @@ pub fn construct_gate(
     } else {
         match last.map(|v| v.published) {
             Some(Verdict::Pass) => GateResult::new(
-                "construct",
+                Gate::Construct,
                 GateStatus::Passed,
-                "PASS",
+                GateOutcome::Pass,
                 "reference_reached_answer_key",
                 format!(
                     "The reference agent reached the answer key on {k} of {n} trials (θ = 0.90)."
                 ),
             ),
             Some(Verdict::Fail) => GateResult::new(
-                "construct",
+                Gate::Construct,
                 GateStatus::Refused,
-                "GATE_FAILED",
+                GateOutcome::GateFailed,
                 "reference_below_threshold",
                 format!(
                     "The reference agent reached the answer key on only {k} of {n} trials; P(X ≤ {k} | {n}, 0.90) < 0.05."
                 ),
             ),
             _ if reg.max_batches == 0 => GateResult::new(
-                "construct",
+                Gate::Construct,
                 GateStatus::Refused,
-                "EXTEND_EXHAUSTED",
+                GateOutcome::ExtendExhausted,
                 "unresolved_no_extension_registered",
                 format!(
                     "{k} of {n} resolves neither way and the pre-registration bought no extension batch."
                 ),
             ),
             _ if used as u32 >= reg.max_batches => GateResult::new(
-                "construct",
+                Gate::Construct,
                 GateStatus::Refused,
-                "GATE_FAILED",
+                GateOutcome::GateFailed,
                 "unresolved_after_last_extension",
                 format!(
                     "{k} of {n} still resolves neither way after the last registered extension batch, which resolves to FAIL."
                 ),
             ),
             _ => GateResult::new(
-                "construct",
+                Gate::Construct,
                 GateStatus::Refused,
-                "GATE_FAILED",
+                GateOutcome::GateFailed,
                 "registered_extension_not_run",
                 format!(
                     "{k} of {n} resolves neither way and the next registered extension batch is not in the record; the run is incomplete."
@@ -608,17 +598,17 @@ pub fn coverage_gate(
 ) -> GateResult {
     let mut g = if incomplete.is_empty() {
         GateResult::new(
-            "coverage",
+            Gate::Coverage,
             GateStatus::Passed,
-            "PROCEED",
+            GateOutcome::Proceed,
             "attempt_rule_complete",
             format!("Every one of {core_tasks} core tasks completed its attempt rule."),
         )
     } else {
         GateResult::new(
-            "coverage",
+            Gate::Coverage,
             GateStatus::Refused,
-            "INCOMPLETE_COVERAGE",
+            GateOutcome::IncompleteCoverage,
             "attempt_rule_incomplete",
             format!(
                 "{} of {core_tasks} core tasks did not complete the attempt rule ({}); the server is not on this agent's board.",
@@ -639,9 +629,9 @@ pub fn coverage_gate(
 /// A category-wide refusal because the whole sweep is void (another category's smoke gate failed).
 pub fn sweep_void(from_category: &str) -> GateResult {
     GateResult::new(
-        "smoke",
+        Gate::Smoke,
         GateStatus::Refused,
-        "SWEEP_VOID",
+        GateOutcome::SweepVoid,
         "smoke_failed_elsewhere",
         format!("The smoke gate of category {from_category} failed, which voids the whole sweep."),
     )
@@ -719,12 +709,12 @@ mod pre_budget_tests {
     fn the_null_baseline_decides_before_budget_only_when_it_can() {
         let v = pre_budget_null(&nulls([Some(0.0), None, Some(0.1)]), 9);
         assert_eq!(v.verdict, PreBudgetVerdict::Indeterminate);
-        assert_eq!(v.refused_by(), Some("null_baseline"));
+        assert_eq!(v.refused_by(), Some(Gate::NullBaseline));
         assert!(v.detail.contains("random-args"), "{}", v.detail);
         let v = pre_budget_null(&nulls([Some(0.0), Some(0.5), Some(0.1)]), 9);
         assert_eq!(
             (v.refused_by(), v.verdict.as_str()),
-            (Some("null_baseline"), "KILL")
+            (Some(Gate::NullBaseline), "KILL")
         );
         assert!(v.detail.contains("0.500"), "{}", v.detail);
         let v = pre_budget_null(&nulls([Some(0.0), Some(0.49), Some(0.3)]), 9);
@@ -909,11 +899,11 @@ mod tests {
             true,
             vec![],
         );
-        assert_eq!(g.outcome, "INDETERMINATE");
+        assert_eq!(g.outcome, GateOutcome::Indeterminate);
         // Nothing at all: strict → INDETERMINATE; a reader's plain table → NOT_RUN.
         assert_eq!(
             null_gate("c", Some(0.5), &nulls(None, None, None), true, vec![]).outcome,
-            "INDETERMINATE"
+            GateOutcome::Indeterminate
         );
         assert_eq!(
             null_gate("c", Some(0.5), &nulls(None, None, None), false, vec![]).status,
@@ -952,7 +942,7 @@ mod tests {
             reg,
             vec![],
         );
-        assert_eq!(g.outcome, "PASS");
+        assert_eq!(g.outcome, GateOutcome::Pass);
         assert_eq!(g.counts["batches_used"], Value::from(1));
         assert_eq!(g.counts["ledger"].as_array().map(Vec::len), Some(2));
         // EXTEND with no batch registered → EXTEND_EXHAUSTED.
@@ -1000,7 +990,7 @@ mod tests {
         );
         // 2 of 40 = 5% exactly is not above the limit.
         let g = construct_gate("ref", &[(18, trials(38, 0, 2))], reg, vec![]);
-        assert_eq!(g.outcome, "PASS");
+        assert_eq!(g.outcome, GateOutcome::Pass);
         // No reference attempts at all.
         let g = construct_gate("ref", &[], reg, vec![]);
         assert_eq!(

@@ -8,7 +8,7 @@
 //! passed. (The control row once passed a task the reference agent passed at least once, so a sweep
 //! whose smoke task both passed and failed staged a passing row beside a void published gate.)
 
-use super::{GateResult, GateStatus};
+use super::{Gate, GateOutcome, GateResult, GateStatus};
 use agentrank_schema::OutcomeClass;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -122,17 +122,17 @@ pub fn smoke_gate(
     let Some(server) = reference_server else {
         return if strict {
             GateResult::new(
-                "smoke",
+                Gate::Smoke,
                 GateStatus::Refused,
-                "SWEEP_VOID",
+                GateOutcome::SweepVoid,
                 "no_reference_server",
                 "The category names no reference server, so its smoke tasks could not run; the sweep is void.".into(),
             )
         } else {
             GateResult::new(
-                "smoke",
+                Gate::Smoke,
                 GateStatus::NotRun,
-                "NOT_RUN",
+                GateOutcome::NotRun,
                 "no_reference_server_in_input",
                 "The input names no reference server; the smoke gate was not run.".into(),
             )
@@ -156,9 +156,9 @@ pub fn smoke_gate(
     let total_n: usize = results.values().map(|r| r.countable).sum();
     let mut g = if !failed.is_empty() || (!missing.is_empty() && strict) {
         GateResult::new(
-            "smoke",
+            Gate::Smoke,
             GateStatus::Refused,
-            "SWEEP_VOID",
+            GateOutcome::SweepVoid,
             if failed.is_empty() {
                 "smoke_task_not_run"
             } else {
@@ -172,17 +172,17 @@ pub fn smoke_gate(
         )
     } else if results.is_empty() {
         GateResult::new(
-            "smoke",
+            Gate::Smoke,
             GateStatus::NotRun,
-            "NOT_RUN",
+            GateOutcome::NotRun,
             "no_smoke_attempts_in_input",
             "The input holds no reference-agent smoke attempts.".into(),
         )
     } else {
         GateResult::new(
-            "smoke",
+            Gate::Smoke,
             GateStatus::Passed,
-            "PROCEED",
+            GateOutcome::Proceed,
             "smoke_passed",
             format!("Reference server {server} passed every smoke task."),
         )

@@ -24,7 +24,7 @@
 use crate::plan::{is_builtin_agent, is_null_model};
 use crate::sweep::{MAX_RERUNS, Specs, SweepError};
 use agentrank_gates::pooled_completion;
-use agentrank_gates::{MIN_SURFACE, leak_gate, pre_budget_null, surface_gate};
+use agentrank_gates::{Gate, GateOutcome, MIN_SURFACE, leak_gate, pre_budget_null, surface_gate};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::manifest::BudgetGateRecord;
 use agentrank_schema::records::AttemptRecord;
@@ -123,7 +123,7 @@ fn check_one(
         category: category.to_string(),
         agent_id: agent.to_string(),
         refused_by: None,
-        verdict: "PROCEED".into(),
+        verdict: GateOutcome::Proceed,
         reason: String::new(),
         detail: String::new(),
         core_tasks: core.len() as u64,
@@ -132,8 +132,8 @@ fn check_one(
         skipped_slots: 0,
     };
     if surface.refused() {
-        record.refused_by = Some("leak".into());
-        record.verdict = surface.outcome.clone();
+        record.refused_by = Some(Gate::Leak);
+        record.verdict = surface.outcome;
         record.reason = surface.reason.clone();
         record.detail = format!(
             "{} The agent's no-server control passed {} of {} core tasks (quarantined with {} flagged by task-lint), so fewer than {MIN_SURFACE} remain.",
@@ -163,8 +163,8 @@ fn check_one(
         ("random-args".to_string(), random),
     ]);
     let null = pre_budget_null(&record.nulls, admitted.len());
-    record.refused_by = null.refused_by().map(str::to_string);
-    record.verdict = null.verdict.as_str().to_string();
+    record.refused_by = null.refused_by();
+    record.verdict = null.verdict.outcome();
     record.reason = null.reason.to_string();
     record.detail = null.detail;
     Ok(record)

@@ -71,8 +71,8 @@ pub struct CompletionRow {
     pub excluded_flag: bool,
     pub low_sample: bool,
     /// The refusal's gate and outcome, when refused.
-    pub refusal_gate: Option<String>,
-    pub refusal_outcome: Option<String>,
+    pub refusal_gate: Option<crate::gate::Gate>,
+    pub refusal_outcome: Option<crate::gate::GateOutcome>,
     pub method: String,
     pub seed: i64,
     pub resamples: i64,
@@ -273,12 +273,12 @@ pub struct GateRow {
     pub agent: Option<String>,
     pub server: Option<String>,
     /// `structural`, `leak`, `surface`, `smoke`, `null_baseline`, `construct`, `coverage`.
-    pub gate: String,
+    pub gate: crate::gate::Gate,
     /// `PASSED`, `REFUSED` or `NOT_RUN`.
-    pub status: String,
+    pub status: crate::gate::GateStatus,
     /// The Fitness Report outcome name (e.g. `PROCEED`, `KILL`, `INDETERMINATE`, `INSUFFICIENT_SURFACE`,
     /// `GATE_FAILED`, `EXTEND_EXHAUSTED`, `COMPROMISED`, `SWEEP_VOID`).
-    pub outcome: String,
+    pub outcome: crate::gate::GateOutcome,
     pub reason: String,
     pub explanation: String,
     /// The counts the gate saw, as a JSON object with sorted keys.
@@ -762,8 +762,8 @@ pub struct Agreement {
 /// A refusal, as printed in the slot a number would take.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Refusal {
-    pub gate: String,
-    pub outcome: String,
+    pub gate: crate::gate::Gate,
+    pub outcome: crate::gate::GateOutcome,
     pub reason: String,
     pub explanation: String,
     pub counts: BTreeMap<String, serde_json::Value>,
@@ -779,9 +779,9 @@ pub struct Refusal {
 /// One gate evaluation in `analysis.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateEntry {
-    pub gate: String,
-    pub status: String,
-    pub outcome: String,
+    pub gate: crate::gate::Gate,
+    pub status: crate::gate::GateStatus,
+    pub outcome: crate::gate::GateOutcome,
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub agent: Option<String>,

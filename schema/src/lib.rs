@@ -17,6 +17,7 @@ pub mod analysis;
 pub mod bundle;
 pub mod exit;
 pub mod fixture;
+pub mod gate;
 pub mod ids;
 pub mod manifest;
 pub mod outcome;

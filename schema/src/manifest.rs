@@ -67,9 +67,9 @@ pub struct BudgetGateRecord {
     /// `leak` (the no-server control and task-lint left too few core tasks), `null_baseline` (a null
     /// already reaches half of the best Completion the agent could get, or a null is missing), or
     /// null when every gate that can be read before the scored attempts let them run.
-    pub refused_by: Option<String>,
+    pub refused_by: Option<crate::gate::Gate>,
     /// The gate's verdict word (`PROCEED`, `INSUFFICIENT_SURFACE`, `KILL`, `INDETERMINATE`).
-    pub verdict: String,
+    pub verdict: crate::gate::GateOutcome,
     /// Machine-readable reason.
     pub reason: String,
     /// The reason in words, as the board prints it.

@@ -84,6 +84,16 @@ fn word_lists() {
             .collect::<Vec<_>>()
             .join("\n")
     }
+    /// Each word as serde writes it is the word `Display` (the enum's `as_str`) gives.
+    fn agree<T: serde::Serialize + std::fmt::Display>(all: &[T]) {
+        for w in all {
+            assert_eq!(
+                words(std::slice::from_ref(w)),
+                format!("\"{w}\""),
+                "serde and as_str agree"
+            );
+        }
+    }
     use agentrank_schema::role::{AttemptRole, BuiltinAgent, ControlKind};
     insta::assert_snapshot!("words_attempt_role", words(&AttemptRole::ALL));
     insta::assert_snapshot!("words_builtin_agent", words(&BuiltinAgent::ALL));
@@ -91,34 +101,27 @@ fn word_lists() {
     use agentrank_schema::records::{ProbeKind, ProbeResult, ToolCallStatus};
     insta::assert_snapshot!("words_probe_kind", words(&ProbeKind::ALL));
     insta::assert_snapshot!("words_probe_result", words(&ProbeResult::ALL));
-    for k in ProbeKind::ALL {
-        assert_eq!(words(&[k]), format!("\"{k}\""), "serde and as_str agree");
-    }
-    for r in ProbeResult::ALL {
-        assert_eq!(words(&[r]), format!("\"{r}\""), "serde and as_str agree");
-    }
+    agree(&ProbeKind::ALL);
+    agree(&ProbeResult::ALL);
     insta::assert_snapshot!("words_tool_call_status", words(&ToolCallStatus::ALL));
-    for s in ToolCallStatus::ALL {
-        assert_eq!(words(&[s]), format!("\"{s}\""), "serde and as_str agree");
-    }
+    agree(&ToolCallStatus::ALL);
+    use agentrank_schema::gate::{Gate, GateOutcome, GateStatus};
+    insta::assert_snapshot!("words_gate", words(&Gate::ALL));
+    insta::assert_snapshot!("words_gate_status", words(&GateStatus::ALL));
+    insta::assert_snapshot!("words_gate_outcome", words(&GateOutcome::ALL));
+    agree(&Gate::ALL);
+    agree(&GateStatus::ALL);
+    agree(&GateOutcome::ALL);
     use agentrank_schema::sweep::CredentialContext;
     insta::assert_snapshot!("words_credential_context", words(&CredentialContext::ALL));
-    for c in CredentialContext::ALL {
-        assert_eq!(words(&[c]), format!("\"{c}\""), "serde and as_str agree");
-    }
+    agree(&CredentialContext::ALL);
     use agentrank_schema::task::{TaskClass, TaskSet, Tier};
     insta::assert_snapshot!("words_task_class", words(&TaskClass::ALL));
     insta::assert_snapshot!("words_tier", words(&Tier::ALL));
     insta::assert_snapshot!("words_task_set", words(&TaskSet::ALL));
-    for c in TaskClass::ALL {
-        assert_eq!(words(&[c]), format!("\"{c}\""), "serde and as_str agree");
-    }
-    for t in Tier::ALL {
-        assert_eq!(words(&[t]), format!("\"{t}\""), "serde and as_str agree");
-    }
-    for s in TaskSet::ALL {
-        assert_eq!(words(&[s]), format!("\"{s}\""), "serde and as_str agree");
-    }
+    agree(&TaskClass::ALL);
+    agree(&Tier::ALL);
+    agree(&TaskSet::ALL);
 }
 
 #[test]

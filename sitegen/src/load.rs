@@ -8,6 +8,7 @@
 use crate::input::*;
 use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
+use agentrank_schema::gate::{Gate, GateStatus};
 use agentrank_schema::manifest::RecordedServerConfig;
 use agentrank_schema::table::{Table, read_parquet};
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, PrivateAttestation};
@@ -652,8 +653,8 @@ pub fn count_text(v: &Value) -> String {
 fn gate_refusal(g: &an::GateRow) -> Refusal {
     let counts: BTreeMap<String, Value> = serde_json::from_str(&g.counts_json).unwrap_or_default();
     Refusal {
-        gate: g.gate.clone(),
-        outcome: g.outcome.clone(),
+        gate: g.gate.to_string(),
+        outcome: g.outcome.to_string(),
         counts: counts
             .into_iter()
             .map(|(k, v)| {
@@ -724,7 +725,7 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
     cells.extend(baseline_cells(&doc));
     let category_refusals = gates
         .iter()
-        .filter(|g| g.status == "REFUSED" && g.agent.is_none() && g.server.is_none())
+        .filter(|g| g.status == GateStatus::Refused && g.agent.is_none() && g.server.is_none())
         .map(|g| (g.category.clone(), gate_refusal(g)))
         .collect();
     Ok(AnalysisInput {
@@ -740,12 +741,12 @@ pub fn load_analysis(dir: &Path) -> Result<AnalysisInput, LoadError> {
         category_refusals,
         gates: gates
             .iter()
-            .filter(|g| g.gate != "coverage")
+            .filter(|g| g.gate != Gate::Coverage)
             .map(|g| {
                 (
                     g.category.clone(),
                     g.agent.clone(),
-                    g.status.clone(),
+                    g.status.to_string(),
                     gate_refusal(g),
                 )
             })
@@ -862,21 +863,22 @@ fn headline_cells(
 /// record.
 fn cell_refusal(r: &an::CompletionRow, gates: &[an::GateRow]) -> Refusal {
     let g = gates.iter().find(|g| {
-        g.status == "REFUSED"
+        g.status == GateStatus::Refused
             && g.category == r.category
             && g.agent.as_deref().is_none_or(|a| a == r.agent)
             && g.server.as_deref().is_none_or(|s| s == r.server)
-            && r.refusal_outcome.as_deref().is_none_or(|o| o == g.outcome)
-            && r.refusal_gate.as_deref().is_none_or(|x| x == g.gate)
+            && r.refusal_outcome.is_none_or(|o| o == g.outcome)
+            && r.refusal_gate.is_none_or(|x| x == g.gate)
     });
     match g {
         Some(g) => gate_refusal(g),
         None => Refusal {
-            gate: r.refusal_gate.clone().unwrap_or_else(|| "unknown".into()),
+            gate: r
+                .refusal_gate
+                .map_or_else(|| "unknown".into(), |g| g.to_string()),
             outcome: r
                 .refusal_outcome
-                .clone()
-                .unwrap_or_else(|| "REFUSED".into()),
+                .map_or_else(|| "REFUSED".into(), |o| o.to_string()),
             reason: "no_gate_record".into(),
             explanation: "The analysis refused this cell but recorded no gate row for it.".into(),
             attempt_ids: r.attempt_ids.clone(),
@@ -1021,9 +1023,9 @@ fn gate_counts(gates: &[an::GateRow]) -> Vec<GateCounts> {
             category: g.category.clone(),
             agent: g.agent.clone(),
             server: g.server.clone(),
-            gate: g.gate.clone(),
-            status: g.status.clone(),
-            outcome: g.outcome.clone(),
+            gate: g.gate.to_string(),
+            status: g.status.to_string(),
+            outcome: g.outcome.to_string(),
             counts: serde_json::from_str(&g.counts_json).unwrap_or(Value::Null),
             attempt_ids: g.attempt_ids.clone(),
         })

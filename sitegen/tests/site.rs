@@ -178,7 +178,7 @@ fn a_refusal_renders_in_place_of_the_number_for_each_refusal_outcome() {
         seen.push(outcome.1);
     }
     seen.sort();
-    let mut all: Vec<&str> = REFUSALS.iter().map(|r| r.1).collect();
+    let mut all: Vec<_> = REFUSALS.iter().map(|r| r.1).collect();
     all.sort();
     assert_eq!(seen, all, "every refusal outcome rendered once");
 }

@@ -501,6 +501,7 @@ mod tests {
     use super::*;
     use crate::analysis::index::test_attempts::attempt;
     use agentrank_schema::OutcomeClass::{Fail, HarnessError, InvalidLeak, Pass};
+    use agentrank_schema::gate::Gate;
 
     #[test]
     fn leak_evidence_reads_control_passes_and_scored_leaks_only() {
@@ -593,14 +594,14 @@ mod tests {
             gates::ConstructRegistration { max_batches: 2 },
             Vec::new(),
         ));
-        let names: Vec<&str> = g.in_order().iter().map(|x| x.gate).collect();
+        let names: Vec<Option<Gate>> = g.in_order().iter().map(|x| Some(x.gate)).collect();
         let expected = [
-            g.lock.gate,
-            g.leak.gate,
-            g.surface.gate,
-            gates::sweep_void("x").gate,
-            g.coverage.values().next().map_or("", |c| c.gate),
-            g.construct.as_ref().map_or("", |c| c.gate),
+            Some(g.lock.gate),
+            Some(g.leak.gate),
+            Some(g.surface.gate),
+            Some(gates::sweep_void("x").gate),
+            g.coverage.values().next().map(|c| c.gate),
+            g.construct.as_ref().map(|c| c.gate),
         ];
         assert_eq!(names, expected);
     }

@@ -98,9 +98,9 @@ pub(super) fn gate_row(category: &str, g: &GateResult) -> GateRow {
         category: category.to_string(),
         agent: g.agent.clone(),
         server: g.server.clone(),
-        gate: g.gate.to_string(),
-        status: g.status.as_str().to_string(),
-        outcome: g.outcome.clone(),
+        gate: g.gate,
+        status: g.status,
+        outcome: g.outcome,
         reason: g.reason.clone(),
         explanation: g.explanation.clone(),
         counts_json: serde_json::to_string(&g.counts).unwrap_or_else(|_| "{}".into()),
@@ -113,9 +113,9 @@ pub(super) fn gate_row(category: &str, g: &GateResult) -> GateRow {
 
 pub(super) fn gate_entry(g: &GateResult) -> GateEntry {
     GateEntry {
-        gate: g.gate.to_string(),
-        status: g.status.as_str().to_string(),
-        outcome: g.outcome.clone(),
+        gate: g.gate,
+        status: g.status,
+        outcome: g.outcome,
         reason: g.reason.clone(),
         agent: g.agent.clone(),
         server: g.server.clone(),
@@ -128,8 +128,8 @@ pub(super) fn gate_entry(g: &GateResult) -> GateEntry {
 
 pub(super) fn refusal_of(g: &GateResult) -> Refusal {
     Refusal {
-        gate: g.gate.to_string(),
-        outcome: g.outcome.clone(),
+        gate: g.gate,
+        outcome: g.outcome,
         reason: g.reason.clone(),
         explanation: g.explanation.clone(),
         counts: g.counts.clone(),
@@ -472,8 +472,8 @@ pub(super) fn completion_section(
                 excluded_share: f.excluded_share,
                 excluded_flag: f.excluded_share > EXCLUDED_FLAG_SHARE,
                 low_sample: low(agent),
-                refusal_gate: refusal.map(|g| g.gate.to_string()),
-                refusal_outcome: refusal.map(|g| g.outcome.clone()),
+                refusal_gate: refusal.map(|g| g.gate),
+                refusal_outcome: refusal.map(|g| g.outcome),
                 method: if view == View::Headline {
                     "cluster-bootstrap-v1".to_string()
                 } else {

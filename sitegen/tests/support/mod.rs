@@ -7,6 +7,7 @@ use agentrank_analyze::Analysis;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::Staging;
+use agentrank_schema::gate::{Gate, GateOutcome, GateStatus};
 use agentrank_schema::ids::AttemptKey;
 use agentrank_schema::manifest::{LockManifest, LockedAgent, LockedServer, ManifestDraft};
 use agentrank_schema::records::*;
@@ -73,31 +74,47 @@ impl Spec {
 }
 
 /// Every refusal outcome the analysis can publish, with its gate.
-pub const REFUSALS: &[(&str, &str, &str)] = &[
+pub const REFUSALS: &[(Gate, GateOutcome, &str)] = &[
     (
-        "null-baseline",
-        "KILL",
+        Gate::NullBaseline,
+        GateOutcome::Kill,
         "null_completion_at_least_half_of_real",
     ),
-    ("null-baseline", "INDETERMINATE", "real_completion_zero"),
-    ("construct", "GATE_FAILED", "reference_below_threshold"),
-    ("construct", "COMPROMISED", "oracle_error_share_above_0.05"),
     (
-        "construct",
-        "EXTEND_EXHAUSTED",
+        Gate::NullBaseline,
+        GateOutcome::Indeterminate,
+        "real_completion_zero",
+    ),
+    (
+        Gate::Construct,
+        GateOutcome::GateFailed,
+        "reference_below_threshold",
+    ),
+    (
+        Gate::Construct,
+        GateOutcome::Compromised,
+        "oracle_error_share_above_0.05",
+    ),
+    (
+        Gate::Construct,
+        GateOutcome::ExtendExhausted,
         "unresolved_without_extension",
     ),
     (
-        "structural",
-        "INCOMPLETE_COVERAGE",
+        Gate::Coverage,
+        GateOutcome::IncompleteCoverage,
         "core_task_attempt_rule_incomplete",
     ),
     (
-        "leak",
-        "INSUFFICIENT_SURFACE",
+        Gate::Leak,
+        GateOutcome::InsufficientSurface,
         "fewer_than_8_core_tasks_after_quarantine",
     ),
-    ("smoke", "SWEEP_VOID", "reference_smoke_task_failed"),
+    (
+        Gate::Smoke,
+        GateOutcome::SweepVoid,
+        "reference_smoke_task_failed",
+    ),
 ];
 
 pub const HOSTILE: &str = "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED'\"><a href=\"javascript:document.title='PWNED'\">x</a></textarea>\u{202E}gnp.exe\u{2066}";
@@ -695,9 +712,9 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                 category: c.clone(),
                 agent: Some(a.clone()),
                 server: Some(s.clone()),
-                gate: gate.to_string(),
-                status: "REFUSED".into(),
-                outcome: outcome.to_string(),
+                gate: *gate,
+                status: GateStatus::Refused,
+                outcome: *outcome,
                 reason: reason.to_string(),
                 explanation: format!("The {gate} gate refused this cell ({outcome})."),
                 counts_json: json!({"k": 3, "n": 10, "null_no_tools": 0.4}).to_string(),
@@ -749,8 +766,8 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
             excluded_share: 0.0,
             excluded_flag: false,
             low_sample: false,
-            refusal_gate: refused.map(|r| r.0.to_string()),
-            refusal_outcome: refused.map(|r| r.1.to_string()),
+            refusal_gate: refused.map(|r| r.0),
+            refusal_outcome: refused.map(|r| r.1),
             method: "cluster-bootstrap".into(),
             seed: 1,
             resamples: 100,
