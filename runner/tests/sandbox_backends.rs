@@ -27,23 +27,32 @@ fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     )
 }
 
-/// The smoke sweep with its `isolation` line replaced.
-fn sweep_with_isolation(dir: &Path, isolation: &str) -> std::path::PathBuf {
+/// `agentrank-run plan FILE --out OUT`: exit code, stdout, stderr.
+fn plan(file: &Path, out: &Path) -> (i32, String, String) {
+    run(&[
+        "plan".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ])
+}
+
+/// The smoke sweep (`sweeps/smoke.toml`) with its `isolation = "netns"` line replaced by `line`,
+/// written as `dir/smoke-NAME.toml`.
+fn smoke_sweep_with(dir: &Path, name: &str, line: &str) -> std::path::PathBuf {
     let text = std::fs::read_to_string(repo_root().join("sweeps/smoke.toml")).expect("smoke.toml");
     assert!(
         text.contains("isolation = \"netns\""),
         "smoke.toml names its backend"
     );
-    let path = dir.join(format!("smoke-{isolation}.toml"));
-    std::fs::write(
-        &path,
-        text.replace(
-            "isolation = \"netns\"",
-            &format!("isolation = \"{isolation}\""),
-        ),
-    )
-    .expect("write sweep");
+    let path = dir.join(format!("smoke-{name}.toml"));
+    std::fs::write(&path, text.replacen("isolation = \"netns\"", line, 1)).expect("write sweep");
     path
+}
+
+/// The smoke sweep with its `isolation` line replaced.
+fn sweep_with_isolation(dir: &Path, isolation: &str) -> std::path::PathBuf {
+    smoke_sweep_with(dir, isolation, &format!("isolation = \"{isolation}\""))
 }
 
 #[test]
@@ -99,12 +108,7 @@ fn a_sweep_naming_docker_is_refused_with_file_field_and_backends() {
     }
     // The same file with a supported backend plans.
     let ok = sweep_with_isolation(tmp.path(), "none");
-    let (code, stdout, stderr) = run(&[
-        "plan".as_ref(),
-        ok.as_os_str(),
-        "--out".as_ref(),
-        plan_out.as_os_str(),
-    ]);
+    let (code, stdout, stderr) = plan(&ok, &plan_out);
     assert_eq!(code, 0, "stdout {stdout} stderr {stderr}");
     let plan: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&plan_out).expect("plan file")).expect("plan json");
@@ -114,18 +118,11 @@ fn a_sweep_naming_docker_is_refused_with_file_field_and_backends() {
 
 /// The smoke sweep with a `credential_context` line after its `isolation` line.
 fn sweep_with_credentials(dir: &Path, context: &str) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(repo_root().join("sweeps/smoke.toml")).expect("smoke.toml");
-    let path = dir.join(format!("smoke-credentials-{context}.toml"));
-    std::fs::write(
-        &path,
-        text.replacen(
-            "isolation = \"netns\"",
-            &format!("isolation = \"netns\"\ncredential_context = \"{context}\""),
-            1,
-        ),
+    smoke_sweep_with(
+        dir,
+        &format!("credentials-{context}"),
+        &format!("isolation = \"netns\"\ncredential_context = \"{context}\""),
     )
-    .expect("write sweep");
-    path
 }
 
 /// The credential context is one of three words: another is refused before anything runs, naming the
@@ -135,12 +132,7 @@ fn a_sweep_naming_an_unknown_credential_context_is_refused() {
     let tmp = tempfile::tempdir().expect("tmp");
     let plan_out = tmp.path().join("plan.json");
     let file = sweep_with_credentials(tmp.path(), "shared-key");
-    let (code, stdout, stderr) = run(&[
-        "plan".as_ref(),
-        file.as_os_str(),
-        "--out".as_ref(),
-        plan_out.as_os_str(),
-    ]);
+    let (code, stdout, stderr) = plan(&file, &plan_out);
     assert_eq!(code, 2, "stdout {stdout} stderr {stderr}");
     for needle in [
         file.display().to_string().as_str(),
@@ -154,12 +146,7 @@ fn a_sweep_naming_an_unknown_credential_context_is_refused() {
     }
     assert!(!plan_out.exists(), "a plan was written for a refused sweep");
     let ok = sweep_with_credentials(tmp.path(), "free-key");
-    let (code, stdout, stderr) = run(&[
-        "plan".as_ref(),
-        ok.as_os_str(),
-        "--out".as_ref(),
-        plan_out.as_os_str(),
-    ]);
+    let (code, stdout, stderr) = plan(&ok, &plan_out);
     assert_eq!(code, 0, "stdout {stdout} stderr {stderr}");
     let plan: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&plan_out).expect("plan file")).expect("plan json");
