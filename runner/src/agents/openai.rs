@@ -92,9 +92,11 @@ pub enum ToolMode {
     /// The endpoint constrains every reply that may call a tool to one JSON object (llama.cpp's
     /// `json_schema` request field, the "generic" tool-call format): `{"tool_call": {"name", "arguments"}}`
     /// naming a listed tool with arguments that match its input schema, or `{"answer": "…"}`, the
-    /// value of the final `ANSWER:` line ([`constrained_schema`], [`constrained_reply`]). The tools are
-    /// also sent in `tools`, so the model's chat template renders them, and a call goes back into the
-    /// conversation as a native `tool_calls` message.
+    /// value of the final `ANSWER:` line ([`constrained_schema`], [`constrained_reply`]). A tool whose
+    /// input schema refers to its own parts (`$ref` into its `$defs`) is placed under the reply
+    /// schema's `$defs`, so the references still resolve. The tools are also sent in `tools`, so the
+    /// model's chat template renders them, and a call goes back into the conversation as a native
+    /// `tool_calls` message.
     Constrained,
 }
 
@@ -395,14 +397,17 @@ pub fn request_body(
 /// (OpenAI `{"type": "function", "function": {"name", "parameters"}}` entries) with arguments that match
 /// its parameters, or, when `allow_answer`, the final answer. Pure.
 pub fn constrained_schema(tools: &[Value], allow_answer: bool) -> Value {
+    let mut defs = Map::new();
     let calls: Vec<Value> = tools
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let f = &t["function"];
             let parameters = match &f["parameters"] {
                 Value::Object(p) if !p.is_empty() => Value::Object(p.clone()),
                 _ => json!({"type": "object"}),
             };
+            let parameters = hoisted(i, parameters, &mut defs);
             json!({
                 "type": "object",
                 "properties": {"name": {"const": f["name"]}, "arguments": parameters},
@@ -425,7 +430,58 @@ pub fn constrained_schema(tools: &[Value], allow_answer: bool) -> Value {
             "additionalProperties": false,
         }));
     }
-    json!({"oneOf": alternatives})
+    let mut schema = json!({"oneOf": alternatives});
+    if !defs.is_empty() {
+        schema["$defs"] = Value::Object(defs);
+    }
+    schema
+}
+
+/// A tool's parameters as they can stand inside the reply schema. Local references (`#/…`, such as
+/// `#/$defs/Cookie`) point at the parameters' own root, which is not the reply schema's: a tool whose
+/// parameters carry one is moved to the reply schema's `$defs` as `tool<i>`, its references rewritten
+/// to point there, and referenced from where it stood (`{"$ref": "#/$defs/tool<i>"}`). Parameters
+/// without a local reference stand as they are. Pure.
+fn hoisted(i: usize, parameters: Value, defs: &mut Map<String, Value>) -> Value {
+    if !has_local_ref(&parameters) {
+        return parameters;
+    }
+    let name = format!("tool{i}");
+    let at = format!("#/$defs/{name}");
+    defs.insert(name, rewrite_local_refs(parameters, &at));
+    json!({ "$ref": at })
+}
+
+/// Whether a schema holds a local reference (`"$ref": "#…"`).
+fn has_local_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.iter().any(|(k, x)| {
+            (k == "$ref" && x.as_str().is_some_and(|r| r.starts_with('#'))) || has_local_ref(x)
+        }),
+        Value::Array(a) => a.iter().any(has_local_ref),
+        _ => false,
+    }
+}
+
+/// Every local reference `#<pointer>` of a schema made `<at><pointer>`.
+fn rewrite_local_refs(v: Value, at: &str) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, x)| {
+                    let x = match x {
+                        Value::String(r) if k == "$ref" && r.starts_with('#') => {
+                            Value::String(format!("{at}{}", &r[1..]))
+                        }
+                        other => rewrite_local_refs(other, at),
+                    };
+                    (k, x)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| rewrite_local_refs(x, at)).collect()),
+        other => other,
+    }
 }
 
 /// What a constrained reply holds.
@@ -1515,6 +1571,89 @@ mod tool_choice_tests {
         assert_eq!(
             request_body(&c, &first, &[], None)["json_schema"],
             Value::Null
+        );
+    }
+
+    /// Follows a local reference (`#/a/b`) from a schema's root, as a JSON-schema-to-grammar converter
+    /// resolves one.
+    fn resolve<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+        let pointer = reference.strip_prefix('#')?;
+        root.pointer(pointer)
+    }
+
+    /// Every `$ref` in `v`, with where it points.
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match x {
+                        Value::String(r) if k == "$ref" => out.push(r.clone()),
+                        _ => refs(x, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn a_tool_schema_with_local_references_still_resolves_inside_the_reply_schema() {
+        // Scrapling's `fetch` (abridged): its parameters refer to their own `$defs`.
+        let cookie = json!({"type": "object", "properties": {"name": {"type": "string"},
+            "value": {"type": "string"}}, "required": ["name", "value"]});
+        let tools = vec![
+            json!({"type": "function", "function": {"name": "plain",
+                "parameters": {"type": "object", "properties": {"url": {"type": "string"}}}}}),
+            json!({"type": "function", "function": {"name": "fetch",
+                "parameters": {"type": "object", "$defs": {"SetCookieParam": cookie},
+                    "properties": {"url": {"type": "string"},
+                        "cookies": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/SetCookieParam"}},
+                                              {"type": "null"}]},
+                        "next": {"$ref": "#"}}}}}),
+        ];
+        let schema = constrained_schema(&tools, true);
+        let mut all = Vec::new();
+        refs(&schema, &mut all);
+        assert_eq!(all.len(), 3, "{all:?}");
+        for r in &all {
+            assert!(
+                resolve(&schema, r).is_some(),
+                "{r} does not resolve in {schema:#}"
+            );
+        }
+        let calls = &schema["oneOf"][0]["properties"]["tool_call"]["oneOf"];
+        // The tool with references stands as a reference to its hoisted copy, which resolves to the
+        // very parameters the server listed (its cookie items to the cookie schema, itself to itself).
+        let fetch = resolve(
+            &schema,
+            calls[1]["properties"]["arguments"]["$ref"]
+                .as_str()
+                .expect("ref"),
+        )
+        .expect("hoisted");
+        let items = &fetch["properties"]["cookies"]["anyOf"][0]["items"]["$ref"];
+        assert_eq!(
+            resolve(&schema, items.as_str().expect("ref")),
+            Some(&cookie)
+        );
+        assert_eq!(
+            resolve(
+                &schema,
+                fetch["properties"]["next"]["$ref"].as_str().expect("ref")
+            ),
+            Some(fetch)
+        );
+        // A tool without references is left exactly as it was, and so is a schema without any.
+        assert_eq!(
+            calls[0]["properties"]["arguments"],
+            tools[0]["function"]["parameters"]
+        );
+        let plain = constrained_schema(&tools[..1], true);
+        assert_eq!(
+            plain.as_object().map(|o| o.len()),
+            Some(1),
+            "no `$defs`: {plain}"
         );
     }
 
