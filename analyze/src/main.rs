@@ -5,6 +5,7 @@
 
 use agentrank_analyze::load;
 use agentrank_analyze::{Config, analyze};
+use agentrank_schema::analysis::{CompletionStatus, View};
 use agentrank_schema::exit::Exit;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -121,12 +122,12 @@ fn run(args: Args) -> Result<(), Failure> {
     let refused = analysis
         .completion
         .iter()
-        .filter(|r| r.status == "REFUSED" && r.view == "headline")
+        .filter(|r| r.status == CompletionStatus::Refused && r.view == View::Headline)
         .count();
     let scored = analysis
         .completion
         .iter()
-        .filter(|r| r.status == "SCORED" && r.view == "headline")
+        .filter(|r| r.status == CompletionStatus::Scored && r.view == View::Headline)
         .count();
     println!(
         "analysed {} categories: {scored} scored cells, {refused} refused; wrote {}",

@@ -6,29 +6,7 @@ use crate::input::Attempt;
 use agentrank_schema::OutcomeClass;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Which outcomes count, and how (§6.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    /// PASS → pass; FAIL and timeouts → fail; everything else out of numerator and denominator.
-    Headline,
-    /// Like the headline, but INVALID_BUILTIN counts as FAIL.
-    Sensitivity,
-}
-
-impl View {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            View::Headline => "headline",
-            View::Sensitivity => "sensitivity",
-        }
-    }
-    pub fn count(self, o: OutcomeClass) -> Option<bool> {
-        match self {
-            View::Headline => o.headline_pass(),
-            View::Sensitivity => o.sensitivity_pass(),
-        }
-    }
-}
+pub use agentrank_schema::analysis::View;
 
 /// Attempts of one cell sorted by (attempt index, re-run index, id).
 pub fn sorted<'a>(attempts: &[&'a Attempt]) -> Vec<&'a Attempt> {

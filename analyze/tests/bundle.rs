@@ -5,6 +5,7 @@
 use agentrank_analyze::input::Role;
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze, load};
+use agentrank_schema::analysis::CompletionStatus;
 use agentrank_schema::bundle::{Staging, write_atomic};
 use agentrank_schema::gate::{Gate, GateStatus};
 use agentrank_schema::ids::sha256_hex;
@@ -160,7 +161,11 @@ fn sealed_bundle_loads_and_is_analysed() {
     );
 
     let a = analyze_quickly(loaded);
-    assert!(a.completion.iter().all(|r| r.status == "REFUSED"));
+    assert!(
+        a.completion
+            .iter()
+            .all(|r| r.status == CompletionStatus::Refused)
+    );
     let first = &a.document.categories["databases"].refusals;
     assert!(first.iter().any(|r| r.reason == "lock_manifest_incomplete"));
     // No reference server is named in the manifest's server configurations: strict smoke refuses.

@@ -5,6 +5,7 @@ use agentrank_analyze::input::{Attempt, Input, NullModel, Role};
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze};
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::analysis::{CompletionStatus, View};
 use agentrank_schema::gate::{Gate, GateOutcome};
 use serde_json::Value;
 
@@ -45,7 +46,11 @@ fn set(input: &mut Input, pred: impl Fn(&Attempt) -> bool, outcome: OutcomeClass
 #[test]
 fn clean_sweep_scores_every_cell() {
     let (a, v) = doc(base(1, 12));
-    assert!(a.completion.iter().all(|r| r.status == "SCORED"));
+    assert!(
+        a.completion
+            .iter()
+            .all(|r| r.status == CompletionStatus::Scored)
+    );
     let gates = v["categories"]["databases"]["gates"]
         .as_array()
         .expect("gates");
@@ -106,8 +111,10 @@ fn control_pass_quarantines_and_thin_suite_is_insufficient_surface() {
     );
     let (a, v) = doc(input);
     assert!(
-        a.completion.iter().all(|r| r.status == "REFUSED"
-            && r.refusal_outcome == Some(GateOutcome::InsufficientSurface))
+        a.completion
+            .iter()
+            .all(|r| r.status == CompletionStatus::Refused
+                && r.refusal_outcome == Some(GateOutcome::InsufficientSurface))
     );
     let cell = &v["categories"]["databases"]["completion"]["claude"]["srv-0-01"];
     assert!(
@@ -286,7 +293,7 @@ fn incomplete_attempt_rule_takes_the_server_off_that_board_only() {
     let refused: Vec<_> = a
         .completion
         .iter()
-        .filter(|r| r.status == "REFUSED")
+        .filter(|r| r.status == CompletionStatus::Refused)
         .map(|r| (r.agent.as_str(), r.server.as_str(), r.refusal_outcome))
         .collect();
     assert_eq!(
@@ -333,13 +340,13 @@ fn exclusions_flag_and_sensitivity_view() {
         .collect();
     input.attempts.extend(extra);
     let (a, _) = doc(input);
-    let row = |view: &str| {
+    let row = |view: View| {
         a.completion
             .iter()
             .find(|r| r.view == view && r.agent == "gptoss" && r.server == "srv-0-01")
             .expect("row")
     };
-    let (h, s) = (row("headline"), row("sensitivity"));
+    let (h, s) = (row(View::Headline), row(View::Sensitivity));
     assert!(h.excluded_flag && h.excluded_share > 0.05);
     assert_eq!(h.excluded_attempts, 12);
     assert!(
@@ -361,7 +368,11 @@ fn reader_tables_without_controls_run_the_statistics_ungated() {
     input.strict_gates = false;
     input.reference_servers.clear();
     let (a, v) = doc(input);
-    assert!(a.completion.iter().all(|r| r.status == "SCORED"));
+    assert!(
+        a.completion
+            .iter()
+            .all(|r| r.status == CompletionStatus::Scored)
+    );
     let statuses: Vec<(&str, &str)> = v["categories"]["databases"]["gates"]
         .as_array()
         .expect("g")

@@ -6,6 +6,7 @@ use agentrank_analyze::bootstrap::{Cell, CellId, Design, cluster_bootstrap};
 use agentrank_analyze::rng::{Stream, derive};
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze};
+use agentrank_schema::analysis::CompletionStatus;
 use std::collections::BTreeMap;
 
 fn cfg(resamples: usize) -> Config {
@@ -26,7 +27,7 @@ fn completion_intervals_contain_their_points() {
         let a = analyze(&[input], &cfg(600)).expect("analysis");
         let mut scored = 0;
         for r in &a.completion {
-            if r.status == "SCORED" {
+            if r.status == CompletionStatus::Scored {
                 let (p, lo, hi) = (
                     r.point.expect("point"),
                     r.ci_lo.expect("lo"),
@@ -156,7 +157,7 @@ fn relabelling_servers_relabels_the_points_and_moves_intervals_by_noise_only() {
             .and_then(|m| m.get(&r.server))
             .cloned()
             .unwrap_or(r.server.clone());
-        (r.category.clone(), r.view.clone(), r.agent.clone(), s)
+        (r.category.clone(), r.view, r.agent.clone(), s)
     };
     let left: BTreeMap<_, _> = a
         .completion

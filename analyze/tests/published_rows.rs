@@ -6,6 +6,7 @@ use agentrank_analyze::input::{Role, ToolCall};
 use agentrank_analyze::load_bundle::is_reference_row;
 use agentrank_analyze::synthetic::{self, Spec};
 use agentrank_analyze::{Config, analyze};
+use agentrank_schema::analysis::{CompletionStatus, View};
 use agentrank_schema::roster::ServerConfig;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -72,7 +73,7 @@ fn reference_rows_of_the_real_roster_are_scored_but_not_ranked_or_banded() {
     let cat = &out.document.categories["databases"];
     for (agent, servers) in &cat.completion {
         let e = &servers[&reference.id];
-        assert_eq!(e.status, "SCORED");
+        assert_eq!(e.status, CompletionStatus::Scored);
         let (p, ci) = (e.point.expect("point"), e.ci.expect("interval"));
         assert!(ci[0] <= p && p <= ci[1], "{agent}: {p} {ci:?}");
         assert!(
@@ -91,7 +92,7 @@ fn reference_rows_of_the_real_roster_are_scored_but_not_ranked_or_banded() {
         let row = out
             .completion
             .iter()
-            .find(|r| r.view == "headline" && &r.agent == agent && r.server == reference.id)
+            .find(|r| r.view == View::Headline && &r.agent == agent && r.server == reference.id)
             .expect("completion row");
         assert_eq!(
             (row.rank, row.rank_lo, row.rank_hi, row.band),

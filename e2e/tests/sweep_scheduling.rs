@@ -12,6 +12,7 @@
 mod support;
 
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::analysis::View;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle, verify_bundle};
 use agentrank_schema::gate::{Gate, GateOutcome};
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
@@ -396,7 +397,7 @@ tasks = ["wf-html-code", "wf-heading"]
     let rows: Vec<_> = out
         .completion
         .iter()
-        .filter(|r| r.agent == "steady" && r.view == "headline")
+        .filter(|r| r.agent == "steady" && r.view == View::Headline)
         .collect();
     assert_eq!(rows.len(), 1, "one refused cell per server: {rows:#?}");
     let r = rows[0];
@@ -496,7 +497,7 @@ tasks = ["wf-html-code", "wf-heading", "wf-json-field", "wf-plain-text", "wf-red
     let published: BTreeMap<(String, String, String), f64> = out
         .completion
         .iter()
-        .filter(|r| r.view == "headline")
+        .filter(|r| r.view == View::Headline)
         .filter_map(|r| {
             Some((
                 (r.category.clone(), r.agent.clone(), r.server.clone()),
@@ -533,7 +534,7 @@ tasks = ["wf-html-code", "wf-heading", "wf-json-field", "wf-plain-text", "wf-red
     let scored = |a: &agentrank_analyze::Analysis| -> Vec<ScoredRow> {
         a.completion
             .iter()
-            .filter(|r| r.view == "headline" && r.point.is_some())
+            .filter(|r| r.view == View::Headline && r.point.is_some())
             .map(|r| (r.server.clone(), r.point, r.ci_lo, r.ci_hi))
             .collect()
     };

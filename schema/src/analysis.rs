@@ -38,17 +38,93 @@ fn list_utf8(name: &str) -> Field {
     crate::table::f_list_str(name)
 }
 
+/// Which outcomes a Completion counts (§6.2): the headline board, or the sensitivity view in which
+/// INVALID_BUILTIN counts as FAIL. Serialized as `headline` and `sensitivity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    /// PASS → pass; FAIL and timeouts → fail; everything else out of numerator and denominator.
+    Headline,
+    /// Like the headline, but INVALID_BUILTIN counts as FAIL.
+    Sensitivity,
+}
+
+impl View {
+    /// Every view, in declaration order.
+    pub const ALL: [View; 2] = [View::Headline, View::Sensitivity];
+
+    /// The view's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            View::Headline => "headline",
+            View::Sensitivity => "sensitivity",
+        }
+    }
+
+    /// Whether an outcome counts as a pass (`Some(true)`), a fail (`Some(false)`), or not at all.
+    pub fn count(self, o: crate::OutcomeClass) -> Option<bool> {
+        match self {
+            View::Headline => o.headline_pass(),
+            View::Sensitivity => o.sensitivity_pass(),
+        }
+    }
+}
+
+impl std::fmt::Display for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a Completion slot carries a score or a refusal in its place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CompletionStatus {
+    /// The point, interval, rank and band are filled.
+    Scored,
+    /// A gate refused the number: the score columns are null and the refusal's gate and outcome say why.
+    Refused,
+}
+
+impl CompletionStatus {
+    /// Every status, in declaration order.
+    pub const ALL: [CompletionStatus; 2] = [CompletionStatus::Scored, CompletionStatus::Refused];
+
+    /// The status's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompletionStatus::Scored => "SCORED",
+            CompletionStatus::Refused => "REFUSED",
+        }
+    }
+
+    /// `REFUSED` when a refusal stands in the slot, `SCORED` otherwise.
+    pub fn of_refused(refused: bool) -> CompletionStatus {
+        if refused {
+            CompletionStatus::Refused
+        } else {
+            CompletionStatus::Scored
+        }
+    }
+}
+
+impl std::fmt::Display for CompletionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `completion.parquet`: one row per (category, view, agent, server) — the headline board and the
 /// INVALID_BUILTIN sensitivity view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompletionRow {
     pub category: String,
     /// `headline` or `sensitivity` (INVALID_BUILTIN counted as FAIL).
-    pub view: String,
+    pub view: View,
     pub agent: String,
     pub server: String,
     /// `SCORED` or `REFUSED`.
-    pub status: String,
+    pub status: CompletionStatus,
     pub point: Option<f64>,
     pub ci_lo: Option<f64>,
     pub ci_hi: Option<f64>,
@@ -715,7 +791,7 @@ pub struct PointCi {
 /// A completion entry: a score, or a refusal in its slot (no score field at all).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompletionEntry {
-    pub status: String,
+    pub status: CompletionStatus,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub point: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]

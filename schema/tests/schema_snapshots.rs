@@ -122,6 +122,11 @@ fn word_lists() {
     agree(&TaskClass::ALL);
     agree(&Tier::ALL);
     agree(&TaskSet::ALL);
+    use agentrank_schema::analysis::{CompletionStatus, View};
+    insta::assert_snapshot!("words_view", words(&View::ALL));
+    insta::assert_snapshot!("words_completion_status", words(&CompletionStatus::ALL));
+    agree(&View::ALL);
+    agree(&CompletionStatus::ALL);
 }
 
 #[test]

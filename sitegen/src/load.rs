@@ -766,7 +766,7 @@ fn headline_cells(
     let key = |c: &str, a: &str, s: &str| (c.to_string(), a.to_string(), s.to_string());
     let sensitivity: BTreeMap<_, _> = completion
         .iter()
-        .filter(|r| r.view != "headline")
+        .filter(|r| r.view != an::View::Headline)
         .map(|r| (key(&r.category, &r.agent, &r.server), r.point))
         .collect();
     let ft: BTreeMap<_, _> = first_try
@@ -795,9 +795,9 @@ fn headline_cells(
         })
         .collect();
     let mut cells = Vec::new();
-    for r in completion.iter().filter(|r| r.view == "headline") {
+    for r in completion.iter().filter(|r| r.view == an::View::Headline) {
         let k = key(&r.category, &r.agent, &r.server);
-        let refusal = (r.status == "REFUSED").then(|| cell_refusal(r, gates));
+        let refusal = (r.status == an::CompletionStatus::Refused).then(|| cell_refusal(r, gates));
         let a = at.get(&k);
         let l = lat.get(&(
             r.category.clone(),

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use agentrank_analyze::{Config, analyze};
+use agentrank_schema::analysis::{CompletionStatus, View};
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
 use agentrank_sitegen::redact::HostFacts;
 use agentrank_sitegen::{paths, site};
@@ -44,7 +45,7 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
         analysis
             .completion
             .iter()
-            .filter(|r| r.category == category && r.agent == AGENT && r.view == "headline")
+            .filter(|r| r.category == category && r.agent == AGENT && r.view == View::Headline)
             .collect()
     };
 
@@ -52,7 +53,12 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
     let web = headline("web-fetch");
     assert_eq!(web.len(), 4, "four web-fetch servers: {web:?}");
     for r in &web {
-        assert_eq!(r.status, "SCORED", "{} is not scored: {r:?}", r.server);
+        assert_eq!(
+            r.status,
+            CompletionStatus::Scored,
+            "{} is not scored: {r:?}",
+            r.server
+        );
         let (point, ci_lo, ci_hi) = (
             r.point.expect("point"),
             r.ci_lo.expect("ci_lo"),
@@ -136,7 +142,7 @@ fn the_committed_real_model_board_verifies_reanalyses_and_is_what_the_site_shows
     let db = headline("databases");
     assert_eq!(db.len(), 4, "four databases servers: {db:?}");
     for r in &db {
-        assert_eq!(r.status, "REFUSED", "{r:?}");
+        assert_eq!(r.status, CompletionStatus::Refused, "{r:?}");
         assert!(r.point.is_none() && r.band.is_none());
         assert!(r.refusal_gate.is_some(), "{}: no gate named", r.server);
     }

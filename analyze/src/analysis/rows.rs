@@ -446,15 +446,10 @@ pub(super) fn completion_section(
             };
             completion_rows.push(CompletionRow {
                 category: category.to_string(),
-                view: view.as_str().to_string(),
+                view,
                 agent: agent.clone(),
                 server: server.clone(),
-                status: if refusal.is_some() {
-                    "REFUSED"
-                } else {
-                    "SCORED"
-                }
-                .to_string(),
+                status: CompletionStatus::of_refused(refusal.is_some()),
                 point,
                 ci_lo: ci.map(|c| c.0),
                 ci_hi: ci.map(|c| c.1),
@@ -484,12 +479,7 @@ pub(super) fn completion_section(
                 attempt_ids: f.core_atts_ids.clone(),
             });
             let entry = CompletionEntry {
-                status: if refusal.is_some() {
-                    "REFUSED"
-                } else {
-                    "SCORED"
-                }
-                .to_string(),
+                status: CompletionStatus::of_refused(refusal.is_some()),
                 point,
                 ci: ci.map(|c| [c.0, c.1]),
                 refusal: refusal.map(refusal_of),

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use agentrank_analyze::{Config, analyze};
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::analysis::View;
 use agentrank_schema::bundle::Tables;
 use agentrank_schema::records::AttemptRecord;
 use agentrank_schema::role::{AttemptRole, ControlKind};
@@ -155,7 +156,7 @@ pub fn snippets_reproduce_the_web_fetch_board(dir: &Path, agent: &str) -> usize 
     let published: Vec<(&str, f64)> = analysis
         .completion
         .iter()
-        .filter(|r| r.category == "web-fetch" && r.agent == agent && r.view == "headline")
+        .filter(|r| r.category == "web-fetch" && r.agent == agent && r.view == View::Headline)
         .filter_map(|r| Some((r.server.as_str(), r.point?)))
         .collect();
     let servers: Vec<&str> = published.iter().map(|p| p.0).collect();

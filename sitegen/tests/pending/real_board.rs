@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use agentrank_analyze::{Config, analyze};
+use agentrank_schema::analysis::{CompletionStatus, View};
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
 use agentrank_sitegen::redact::HostFacts;
 use agentrank_sitegen::{paths, site};
@@ -69,7 +70,7 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
             analysis
                 .completion
                 .iter()
-                .filter(|r| r.category == category && r.agent == agent && r.view == "headline")
+                .filter(|r| r.category == category && r.agent == agent && r.view == View::Headline)
                 .collect()
         };
 
@@ -77,7 +78,7 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
     // mean a reader computes from the role column, every interval an independent bootstrap's.
     for agent in AGENTS {
         let web = headline("web-fetch", agent);
-        let scored: Vec<_> = web.iter().filter(|r| r.status == "SCORED").collect();
+        let scored: Vec<_> = web.iter().filter(|r| r.status == CompletionStatus::Scored).collect();
         assert!(
             scored.len() >= 8,
             "{agent}: {} web-fetch servers scored: {web:?}",
@@ -156,10 +157,10 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
         let db = headline("databases", agent);
         assert!(!db.is_empty(), "{agent}: no databases rows");
         for r in &db {
-            match r.status.as_str() {
-                "SCORED" => assert!(r.point.is_some() && r.band.is_some(), "{r:?}"),
-                "REFUSED" => {
-                    let gate = r.refusal_gate.as_deref().expect("the refusing gate");
+            match r.status {
+                CompletionStatus::Scored => assert!(r.point.is_some() && r.band.is_some(), "{r:?}"),
+                CompletionStatus::Refused => {
+                    let gate = r.refusal_gate.expect("the refusing gate");
                     let row = analysis
                         .gates
                         .iter()
@@ -174,7 +175,6 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
                         "{agent}: the {gate} gate's counts: {row:?}"
                     );
                 }
-                other => panic!("{agent}/{}: status {other}", r.server),
             }
         }
     }
@@ -193,7 +193,7 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
         let board = text(&page(&out, &paths::board("web-fetch", agent)));
         for r in headline("web-fetch", agent)
             .iter()
-            .filter(|r| r.status == "SCORED")
+            .filter(|r| r.status == CompletionStatus::Scored)
         {
             let shown = format!(
                 "{} {}–{}",

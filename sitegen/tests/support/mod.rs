@@ -733,14 +733,10 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
         }
         completion_rows.push(an::CompletionRow {
             category: c.clone(),
-            view: "headline".into(),
+            view: an::View::Headline,
             agent: a.clone(),
             server: s.clone(),
-            status: if refused.is_some() {
-                "REFUSED".into()
-            } else {
-                "SCORED".into()
-            },
+            status: an::CompletionStatus::of_refused(refused.is_some()),
             point: if refused.is_some() { None } else { Some(point) },
             ci_lo: if refused.is_some() {
                 None
