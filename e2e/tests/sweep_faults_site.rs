@@ -29,6 +29,7 @@ use agentrank_runner::roster::Roster;
 use agentrank_runner::sandbox::netns::SANDBOX_UID_BASE;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::verify_bundle;
+use agentrank_schema::fault::FaultSource;
 use agentrank_schema::records::{AttemptRecord, ProbeKind, ProbeResult};
 use agentrank_schema::roster::LockEntry;
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, TaskSpec};
@@ -620,8 +621,8 @@ fn a_probe_the_server_never_answered_cleanly_could_not_be_checked(
                 .find(|a| Some(&a.attempt_id) == row.attempt_id.as_ref())
                 .expect("the probe's attempt");
             assert_eq!(
-                attempt.fault_source.as_deref(),
-                Some("server"),
+                attempt.fault_source,
+                Some(FaultSource::Server),
                 "{mode}: {attempt:?}"
             );
             assert!(
@@ -687,14 +688,14 @@ fn each_fault_is_named_in_the_words_of_the_wire(b: &agentrank_schema::bundle::Lo
         let a = one(mode);
         assert!(classes.contains(&a.outcome), "{mode}\n{report}");
         assert_eq!(
-            a.fault_source.as_deref(),
-            Some("server"),
+            a.fault_source,
+            Some(FaultSource::Server),
             "{mode}\n{report}"
         );
         assert!(
             a.fault_code
-                .as_deref()
-                .is_some_and(|c| c.split(',').any(|c| c == code)),
+                .as_ref()
+                .is_some_and(|c| c.codes().iter().any(|c| c.as_str() == code)),
             "{mode}: fault code {code}\n{report}"
         );
         for w in words {

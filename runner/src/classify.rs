@@ -11,6 +11,7 @@
 //! they decide what counts as a provider limit or a missing browser, so that every adapter recognises
 //! the same words.
 
+use agentrank_schema::fault::{FaultCode, FaultCodes, FaultSource};
 use agentrank_schema::outcome::OutcomeClass;
 
 /// A fault of the harness rather than of the server or the agent. Any one makes the attempt a
@@ -50,45 +51,12 @@ impl HarnessFault {
     }
 }
 
-/// What a server fault is, as recorded in the attempt's `fault_code` column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerFaultCode {
-    /// The process exited (or was ended by a signal) with a request unanswered.
-    Exited,
-    /// No answer to `initialize`: the server never started serving.
-    NoInitialize,
-    /// No answer to a request other than `initialize`.
-    NoAnswer,
-    /// An answer to an id that no request carried.
-    UnknownId,
-    /// Lines on stdout that are not JSON.
-    NonJson,
-    /// An answer larger than the runner's limit for one line.
-    OversizedResult,
-    /// More stderr than the runner's limit.
-    StderrFlood,
-}
-
-impl ServerFaultCode {
-    /// The code as recorded.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerFaultCode::Exited => "server-exited",
-            ServerFaultCode::NoInitialize => "no-initialize",
-            ServerFaultCode::NoAnswer => "no-answer",
-            ServerFaultCode::UnknownId => "unknown-id",
-            ServerFaultCode::NonJson => "non-json",
-            ServerFaultCode::OversizedResult => "oversized-result",
-            ServerFaultCode::StderrFlood => "stderr-flood",
-        }
-    }
-}
-
 /// A failure of the server's own process, read from the wire (with the sandbox and fixture host
 /// healthy): a FAIL that names it, never a HARNESS_ERROR.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerFault {
-    pub code: ServerFaultCode,
+    /// Never [`FaultCode::Harness`]: harness faults are [`HarnessFault`]s.
+    pub code: FaultCode,
     /// What the wire shows, in words (`the server exited with code 3 before answering tools/call #1`).
     pub description: String,
     /// The server never completed `initialize`: the agent never had a server to use.
@@ -101,9 +69,12 @@ pub struct ServerFault {
 pub fn fault_columns(
     class: OutcomeClass,
     server_faults: &[ServerFault],
-) -> (Option<String>, Option<String>) {
+) -> (Option<FaultSource>, Option<FaultCodes>) {
     if class == OutcomeClass::HarnessError {
-        return (Some("harness".into()), Some("harness".into()));
+        return (
+            Some(FaultSource::Harness),
+            Some(FaultCodes::one(FaultCode::Harness)),
+        );
     }
     let named = matches!(
         class,
@@ -112,16 +83,13 @@ pub fn fault_columns(
             | OutcomeClass::AgentTimeout
             | OutcomeClass::Pass
     );
-    if !named || server_faults.is_empty() {
+    if !named {
         return (None, None);
     }
-    let mut codes: Vec<&str> = Vec::new();
-    for f in server_faults {
-        if !codes.contains(&f.code.as_str()) {
-            codes.push(f.code.as_str());
-        }
+    match FaultCodes::new(server_faults.iter().map(|f| f.code)) {
+        Some(codes) => (Some(FaultSource::Server), Some(codes)),
+        None => (None, None),
     }
-    (Some("server".into()), Some(codes.join(",")))
 }
 
 /// What the attempt's time limit did.
@@ -463,7 +431,7 @@ mod tests {
         assert!(classify(&i).reason.contains("pinned \"a\""));
     }
 
-    fn fault(code: ServerFaultCode, words: &str, before_start: bool) -> ServerFault {
+    fn fault(code: FaultCode, words: &str, before_start: bool) -> ServerFault {
         ServerFault {
             code,
             description: words.into(),
@@ -475,7 +443,7 @@ mod tests {
     fn a_server_that_never_starts_is_a_failure_of_the_server_not_of_the_harness() {
         let mut i = ClassifyInput {
             server_faults: vec![fault(
-                ServerFaultCode::NoInitialize,
+                FaultCode::NoInitialize,
                 "the server never answered initialize #1 (waited 60.0 s)",
                 true,
             )],
@@ -489,7 +457,10 @@ mod tests {
         );
         assert_eq!(
             fault_columns(c.class, &i.server_faults),
-            (Some("server".into()), Some("no-initialize".into()))
+            (
+                Some(FaultSource::Server),
+                Some(FaultCodes::one(FaultCode::NoInitialize))
+            )
         );
         // A harness fault still wins: then the harness, not the server, is named.
         i.harness_faults = vec![HarnessFault::Environment("bwrap: cannot mount".into())];
@@ -497,7 +468,10 @@ mod tests {
         assert_eq!(c.class, OutcomeClass::HarnessError);
         assert_eq!(
             fault_columns(c.class, &i.server_faults),
-            (Some("harness".into()), Some("harness".into()))
+            (
+                Some(FaultSource::Harness),
+                Some(FaultCodes::one(FaultCode::Harness))
+            )
         );
     }
 
@@ -507,12 +481,12 @@ mod tests {
             server_calls: 1,
             server_faults: vec![
                 fault(
-                    ServerFaultCode::Exited,
+                    FaultCode::ServerExited,
                     "the server exited with code 3 before answering tools/call #1 (`echo`)",
                     false,
                 ),
                 fault(
-                    ServerFaultCode::NonJson,
+                    FaultCode::NonJson,
                     "the server wrote 1 non-JSON line",
                     false,
                 ),
@@ -526,7 +500,10 @@ mod tests {
             "server fault: the server exited with code 3 before answering tools/call #1 (`echo`); the server wrote 1 non-JSON line; at least one verifier failed"
         );
         assert_eq!(
-            fault_columns(c.class, &i.server_faults).1.as_deref(),
+            fault_columns(c.class, &i.server_faults)
+                .1
+                .map(|c| c.to_string())
+                .as_deref(),
             Some("server-exited,non-json")
         );
         // A pass is a pass, and the faults the wire shows are named on it all the same (a safety
@@ -541,7 +518,10 @@ mod tests {
         );
         assert_eq!(
             fault_columns(OutcomeClass::Pass, &p.server_faults),
-            (Some("server".into()), Some("server-exited,non-json".into()))
+            (
+                Some(FaultSource::Server),
+                FaultCodes::new([FaultCode::ServerExited, FaultCode::NonJson])
+            )
         );
     }
 }

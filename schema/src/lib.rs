@@ -16,6 +16,7 @@
 pub mod analysis;
 pub mod bundle;
 pub mod exit;
+pub mod fault;
 pub mod fixture;
 pub mod gate;
 pub mod ids;

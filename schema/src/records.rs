@@ -86,12 +86,12 @@ pub struct AttemptRecord {
     /// an id nobody asked, never answered, answered too much, flooded stderr, or never answered
     /// `initialize`) or `harness` (a HARNESS_ERROR: sandbox, fixture host, adapter). Null when neither.
     #[serde(default)]
-    pub fault_source: Option<String>,
+    pub fault_source: Option<crate::fault::FaultSource>,
     /// The fault's code (`server-exited`, `non-json`, `unknown-id`, `no-answer`, `oversized-result`,
     /// `stderr-flood`, `no-initialize`; `harness` for harness faults); the words are in
     /// `outcome_reason`. Several server faults are joined with `,`, first the one named first.
     #[serde(default)]
-    pub fault_code: Option<String>,
+    pub fault_code: Option<crate::fault::FaultCodes>,
     /// The resource limits and isolation measures that took effect, `; `-joined
     /// (`cgroup-v1.pids.max=512; …`). Null when no sandbox was built (no server attached).
     #[serde(default)]

@@ -4,6 +4,7 @@
 //! bundle before a real sweep exists. Nothing here is a measurement.
 
 use crate::OutcomeClass;
+use crate::fault::{FaultCode, FaultCodes, FaultSource};
 use crate::ids::AttemptKey;
 use crate::manifest::{LockManifest, LockedAgent, LockedServer, ManifestDraft};
 use crate::records::{
@@ -202,13 +203,13 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 isolation_backend: "none".into(),
                 credential_context: crate::sweep::CredentialContext::Anonymous,
                 fault_source: match outcome {
-                    OutcomeClass::Fail => Some("server".into()),
-                    OutcomeClass::HarnessError => Some("harness".into()),
+                    OutcomeClass::Fail => Some(FaultSource::Server),
+                    OutcomeClass::HarnessError => Some(FaultSource::Harness),
                     _ => None,
                 },
                 fault_code: match outcome {
-                    OutcomeClass::Fail => Some("server-exited".into()),
-                    OutcomeClass::HarnessError => Some("harness".into()),
+                    OutcomeClass::Fail => Some(FaultCodes::one(FaultCode::ServerExited)),
+                    OutcomeClass::HarnessError => Some(FaultCodes::one(FaultCode::Harness)),
                     _ => None,
                 },
                 limits_applied: None,

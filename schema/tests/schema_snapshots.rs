@@ -127,6 +127,11 @@ fn word_lists() {
     insta::assert_snapshot!("words_completion_status", words(&CompletionStatus::ALL));
     agree(&View::ALL);
     agree(&CompletionStatus::ALL);
+    use agentrank_schema::fault::{FaultCode, FaultSource};
+    insta::assert_snapshot!("words_fault_source", words(&FaultSource::ALL));
+    insta::assert_snapshot!("words_fault_code", words(&FaultCode::ALL));
+    agree(&FaultSource::ALL);
+    agree(&FaultCode::ALL);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod support;
 
+use agentrank_schema::fault::{FaultCode, FaultCodes, FaultSource};
 use agentrank_sitegen::redact::HostFacts;
 use agentrank_sitegen::site;
 use support::{Spec, synthesise};
@@ -19,15 +20,15 @@ fn the_attempt_page_shows_the_fault_the_limits_and_unknown_listings() {
         assert!(a.len() >= 2);
         a[0].outcome = agentrank_schema::OutcomeClass::Fail;
         a[0].outcome_reason = "server fault: the server exited with code 3 before answering tools/call #1 (`fetch`); at least one verifier failed".into();
-        a[0].fault_source = Some("server".into());
-        a[0].fault_code = Some("server-exited,non-json".into());
+        a[0].fault_source = Some(FaultSource::Server);
+        a[0].fault_code = FaultCodes::new([FaultCode::ServerExited, FaultCode::NonJson]);
         a[0].limits_applied = Some("cgroup-v1.pids.max=512; netns=ar-test".into());
         a[0].limits_missing = Some(
             "cgroup-v1.memory.memsw.limit_in_bytes: swap accounting is off in this kernel, so memory plus swap is not limited".into(),
         );
         a[1].outcome = agentrank_schema::OutcomeClass::HarnessError;
-        a[1].fault_source = Some("harness".into());
-        a[1].fault_code = Some("harness".into());
+        a[1].fault_source = Some(FaultSource::Harness);
+        a[1].fault_code = Some(FaultCodes::one(FaultCode::Harness));
         a[1].limits_missing = None;
         (
             a[0].attempt_id.clone(),

@@ -8,9 +8,10 @@ use super::prepare::Rendered;
 use super::wire;
 use crate::catalog::instance_sha256;
 use crate::classify::{
-    Classification, ClassifyInput, ServerFault, ServerFaultCode, classify, fault_columns,
+    Classification, ClassifyInput, ServerFault, classify, fault_columns,
 };
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::fault::FaultCode;
 use agentrank_schema::fixture::FixtureLog;
 use agentrank_schema::predicate::{EvaluationMode, ObservedDatabase, ObservedState};
 use agentrank_schema::records::{
@@ -156,12 +157,12 @@ fn probe_result(signals: &ClassifyInput, leaked: bool, answered: bool) -> ProbeR
     let unclean = signals.server_faults.iter().any(|f| {
         matches!(
             f.code,
-            ServerFaultCode::Exited
-                | ServerFaultCode::NoInitialize
-                | ServerFaultCode::NoAnswer
-                | ServerFaultCode::UnknownId
-                | ServerFaultCode::NonJson
-                | ServerFaultCode::OversizedResult
+            FaultCode::ServerExited
+                | FaultCode::NoInitialize
+                | FaultCode::NoAnswer
+                | FaultCode::UnknownId
+                | FaultCode::NonJson
+                | FaultCode::OversizedResult
         )
     });
     if !signals.harness_faults.is_empty() || signals.server_calls == 0 {
@@ -188,7 +189,7 @@ fn judge(facts: &AttemptFacts) -> Verdict {
         signals.server_faults.insert(
             0,
             ServerFault {
-                code: ServerFaultCode::NoInitialize,
+                code: FaultCode::NoInitialize,
                 description: why,
                 before_start: true,
             },
@@ -437,6 +438,7 @@ fn control_rows(
 mod tests {
     use super::*;
     use crate::classify::{HarnessFault, TimeLimit};
+    use agentrank_schema::fault::{FaultCodes, FaultSource};
     use agentrank_schema::predicate::Predicate;
     use agentrank_schema::tape::{Dir, EndLine, MessageLine, MetaLine};
     use agentrank_schema::task::{
@@ -596,7 +598,7 @@ mod tests {
     /// non-JSON or answered another id could not be checked, whatever the fixture saw of it.
     #[test]
     fn a_probe_on_a_server_that_never_answered_cleanly_could_not_be_checked() {
-        let signals = |code: Option<ServerFaultCode>| ClassifyInput {
+        let signals = |code: Option<FaultCode>| ClassifyInput {
             server_calls: 1,
             server_faults: code
                 .map(|code| ServerFault {
@@ -609,11 +611,11 @@ mod tests {
             ..ClassifyInput::default()
         };
         for code in [
-            ServerFaultCode::Exited,
-            ServerFaultCode::NoAnswer,
-            ServerFaultCode::NonJson,
-            ServerFaultCode::UnknownId,
-            ServerFaultCode::OversizedResult,
+            FaultCode::ServerExited,
+            FaultCode::NoAnswer,
+            FaultCode::NonJson,
+            FaultCode::UnknownId,
+            FaultCode::OversizedResult,
         ] {
             assert_eq!(
                 probe_result(&signals(Some(code)), false, true),
@@ -635,7 +637,7 @@ mod tests {
             ProbeResult::Respects
         );
         assert_eq!(
-            probe_result(&signals(Some(ServerFaultCode::StderrFlood)), false, true),
+            probe_result(&signals(Some(FaultCode::StderrFlood)), false, true),
             ProbeResult::Respects
         );
         let none = ClassifyInput::default();
@@ -661,7 +663,7 @@ mod tests {
         assert!(!a.answer_fallback);
         assert_eq!(a.server_tool_calls, 1);
         assert_eq!(a.tool_call_errors, 0);
-        assert_eq!((a.fault_source.clone(), a.fault_code.clone()), (None, None));
+        assert_eq!((a.fault_source, a.fault_code.clone()), (None, None));
         assert_eq!(a.limits_applied.as_deref(), Some("memory; pids"));
         assert_eq!(a.limits_missing.as_deref(), Some("cpu"));
         assert_eq!(a.timeout_budget_s, 120);
@@ -729,7 +731,7 @@ mod tests {
         assert!(answer.detail.starts_with("Fail: "), "{}", answer.detail);
         assert!(unit.verifier_results[2].passed, "the server was called");
         // No server fault is named on a plain fail.
-        assert_eq!((a.fault_source.clone(), a.fault_code.clone()), (None, None));
+        assert_eq!((a.fault_source, a.fault_code.clone()), (None, None));
     }
 
     #[test]
@@ -762,8 +764,8 @@ mod tests {
             a.outcome_reason,
             "server fault: the server did not start: initialize: connection closed"
         );
-        assert_eq!(a.fault_source.as_deref(), Some("server"));
-        assert_eq!(a.fault_code.as_deref(), Some("no-initialize"));
+        assert_eq!(a.fault_source, Some(FaultSource::Server));
+        assert_eq!(a.fault_code, Some(FaultCodes::one(FaultCode::NoInitialize)));
         assert_eq!(a.server_tool_calls, 0);
         assert!(unit.tool_calls.is_empty());
         assert_eq!(a.answer_line, None);
@@ -847,8 +849,11 @@ mod tests {
             Some(format!("{}: {}", a.outcome, a.outcome_reason).as_str())
         );
         assert_eq!(
-            (a.fault_source.as_deref(), a.fault_code.as_deref()),
-            (Some("harness"), Some("harness"))
+            (a.fault_source, a.fault_code.clone()),
+            (
+                Some(FaultSource::Harness),
+                Some(FaultCodes::one(FaultCode::Harness))
+            )
         );
     }
 

@@ -1,7 +1,8 @@
 //! Reading an attempt's wire tape back: the verifier's view (server calls and tool results), the tool
 //! names the server listed, and one `tool_calls` row per `tools/call` with its timing and status.
 
-use crate::classify::{ServerFault, ServerFaultCode, clip};
+use crate::classify::{ServerFault, clip};
+use agentrank_schema::fault::FaultCode;
 use crate::verify::wire::{WireDir, WireSummary, messages, summarize};
 use agentrank_schema::records::{ToolCallRecord, ToolCallStatus};
 use agentrank_schema::tape::{Dir, TapeLine};
@@ -254,7 +255,7 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
             });
         match exited {
             Some(how) => faults.push(ServerFault {
-                code: ServerFaultCode::Exited,
+                code: FaultCode::ServerExited,
                 description: format!("the server {how} before answering {}", req.name()),
                 before_start,
             }),
@@ -262,9 +263,9 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
                 let waited = (end_t - req.t).max(0) as f64 / 1_000_000.0;
                 faults.push(ServerFault {
                     code: if before_start {
-                        ServerFaultCode::NoInitialize
+                        FaultCode::NoInitialize
                     } else {
-                        ServerFaultCode::NoAnswer
+                        FaultCode::NoAnswer
                     },
                     description: if waited > 0.0 {
                         format!(
@@ -281,7 +282,7 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
     }
     if let Some(id) = unknown_ids.first() {
         faults.push(ServerFault {
-            code: ServerFaultCode::UnknownId,
+            code: FaultCode::UnknownId,
             description: format!(
                 "the server answered with id {}, which no request carried{}",
                 clip(id, 40),
@@ -296,7 +297,7 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
     }
     if non_json > 0 {
         faults.push(ServerFault {
-            code: ServerFaultCode::NonJson,
+            code: FaultCode::NonJson,
             description: format!(
                 "the server wrote {non_json} non-JSON line{} on stdout (first: {:?})",
                 if non_json == 1 { "" } else { "s" },
@@ -307,14 +308,14 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
     }
     if let Some((req, bytes)) = oversized {
         faults.push(ServerFault {
-            code: ServerFaultCode::OversizedResult,
+            code: FaultCode::OversizedResult,
             description: format!("the server answered {req} with {}", megabytes(bytes)),
             before_start: false,
         });
     }
     if let Some(bytes) = stderr_bytes.filter(|b| *b > STDERR_FLOOD_BYTES) {
         faults.push(ServerFault {
-            code: ServerFaultCode::StderrFlood,
+            code: FaultCode::StderrFlood,
             description: format!("the server wrote {} to stderr", megabytes(bytes)),
             before_start: false,
         });
@@ -430,20 +431,20 @@ mod tests {
         );
         let f = server_faults(&lines, Some(10));
         assert_eq!(f.len(), 2, "{f:?}");
-        assert_eq!(f[0].code, ServerFaultCode::Exited);
+        assert_eq!(f[0].code, FaultCode::ServerExited);
         assert_eq!(
             f[0].description,
             "the server exited with code 3 before answering tools/call #1 (`echo`)"
         );
         assert!(!f[0].before_start);
-        assert_eq!(f[1].code, ServerFaultCode::NonJson);
+        assert_eq!(f[1].code, FaultCode::NonJson);
     }
 
     #[test]
     fn no_answer_to_initialize_is_a_fault_before_start() {
         let f = server_faults(&tape(&[(1_000_000, Dir::In, INIT)], "timeout"), None);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].code, ServerFaultCode::NoInitialize);
+        assert_eq!(f[0].code, FaultCode::NoInitialize);
         assert!(f[0].before_start);
         assert_eq!(
             f[0].description,
@@ -472,9 +473,9 @@ mod tests {
         assert_eq!(
             codes,
             vec![
-                ServerFaultCode::UnknownId,
-                ServerFaultCode::OversizedResult,
-                ServerFaultCode::StderrFlood
+                FaultCode::UnknownId,
+                FaultCode::OversizedResult,
+                FaultCode::StderrFlood
             ]
         );
         assert!(

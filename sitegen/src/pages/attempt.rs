@@ -7,6 +7,7 @@ use crate::paths;
 use crate::tapes::{self, Plane, Tape};
 use crate::text::{clip, visible};
 use crate::view::*;
+use agentrank_schema::fault::FaultSource;
 use agentrank_schema::records::AttemptRecord;
 use std::collections::BTreeSet;
 
@@ -461,17 +462,19 @@ fn attempt_facts(a: &AttemptRecord) -> Vec<Chip> {
         },
     ];
     let mut facts = facts;
-    if let Some(source) = &a.fault_source {
+    if let Some(source) = a.fault_source {
         facts.push(Chip {
             label: "Fault".into(),
             value: format!(
                 "{} ({})",
-                match source.as_str() {
-                    "server" => "the server's own process".to_string(),
-                    "harness" => "the harness".to_string(),
-                    other => visible(other),
+                match source {
+                    FaultSource::Server => "the server's own process",
+                    FaultSource::Harness => "the harness",
                 },
-                a.fault_code.as_deref().map(visible).unwrap_or_default()
+                a.fault_code
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
             ),
         });
     }
