@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use agentrank_runner::sandbox::{BackendKind, Limits, ServerCommand, World, WorldSpec};
+use agentrank_runner::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
 
 fn get(path: &str, response: Response) -> Route {
@@ -163,7 +163,7 @@ fn chromium(world: &mut World, url: &str) -> String {
 fn headless_chromium_inside_the_sandbox_runs_the_script_pages() {
     let mut world = World::create(WorldSpec {
         attempt_id: "browser-1".into(),
-        backend: BackendKind::Netns,
+        backend: IsolationBackend::Netns,
         site: site(),
         database: None,
         limits: Limits::default(),

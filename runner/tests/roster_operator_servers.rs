@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use agentrank_runner::roster::install::{InstallError, locked_server};
 use agentrank_runner::roster::{InstallOptions, Roster, resolve_launch};
-use agentrank_runner::sandbox::{BackendKind, Limits, ServerCommand, World, WorldSpec};
+use agentrank_runner::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::read_bundle;
 use agentrank_schema::fixture::FixtureSite;
@@ -282,7 +282,7 @@ fn a_remote_server_is_locked_with_its_url_and_reported_version() {
     // dbhub in its own HTTP mode inside a sandbox of the test's, on an in-memory SQLite database.
     let mut world = World::create(WorldSpec {
         attempt_id: "remote-1".into(),
-        backend: BackendKind::Netns,
+        backend: IsolationBackend::Netns,
         site: FixtureSite::new(Vec::new()),
         database: None,
         limits: Limits::default(),

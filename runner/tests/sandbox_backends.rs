@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use agentrank_runner::sandbox::BackendKind;
+use agentrank_runner::sandbox::IsolationBackend;
+use agentrank_schema::sweep::RecordedBackend;
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -57,14 +58,23 @@ fn sweep_with_isolation(dir: &Path, isolation: &str) -> std::path::PathBuf {
 
 #[test]
 fn only_netns_and_none_are_backends() {
-    assert_eq!(BackendKind::NAMES, ["netns", "none"]);
-    for name in BackendKind::NAMES {
+    let names = IsolationBackend::ALL.map(IsolationBackend::as_str);
+    assert_eq!(names, ["netns", "none"]);
+    for name in names {
         assert_eq!(
-            BackendKind::parse(name).map(BackendKind::as_str),
+            IsolationBackend::parse(name).map(IsolationBackend::as_str),
             Some(name)
         );
     }
-    assert_eq!(BackendKind::parse("docker"), None);
+    assert_eq!(IsolationBackend::parse("docker"), None);
+    // Bundles sealed while the docker backend existed still read: the recorded word has a variant.
+    assert_eq!(
+        serde_json::from_str::<RecordedBackend>("\"docker\"").expect("docker"),
+        RecordedBackend::Docker
+    );
+    for b in IsolationBackend::ALL {
+        assert_eq!(RecordedBackend::from(b).as_str(), b.as_str());
+    }
 }
 
 #[test]

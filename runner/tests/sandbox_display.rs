@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use agentrank_runner::roster::resolve_launch;
 use agentrank_runner::sandbox::{
-    BackendKind, Limits, ServerCommand, VIRTUAL_SCREEN, World, WorldSpec,
+    IsolationBackend, Limits, ServerCommand, VIRTUAL_SCREEN, World, WorldSpec,
 };
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
 use serde_json::{Value, json};
 
-fn world(backend: BackendKind, site: FixtureSite) -> World {
+fn world(backend: IsolationBackend, site: FixtureSite) -> World {
     World::create(WorldSpec {
         attempt_id: "display-1".into(),
         backend,
@@ -141,7 +141,7 @@ fn a_sandboxed_server_gets_a_working_display_of_its_own_and_no_xvfb_outlives_it(
         let mut it = VIRTUAL_SCREEN.split('x');
         (it.next().unwrap().to_owned(), it.next().unwrap().to_owned())
     };
-    for backend in [BackendKind::Netns, BackendKind::None] {
+    for backend in [IsolationBackend::Netns, IsolationBackend::None] {
         let mut world = world(backend, empty_site());
         let mut child = world.spawn(&sh(PROBE, true)).expect("spawn");
         let rx = lines_of(&mut child);
@@ -158,7 +158,7 @@ fn a_sandboxed_server_gets_a_working_display_of_its_own_and_no_xvfb_outlives_it(
         // One Xvfb, in the attempt's process tree.
         let xvfb = xvfb_below(child.id());
         assert_eq!(xvfb.len(), 1, "{backend:?}: Xvfb processes {xvfb:?}");
-        if backend == BackendKind::Netns {
+        if backend == IsolationBackend::Netns {
             let me = std::process::id().to_string();
             let x = xvfb[0].to_string();
             for kind in ["net", "pid", "user"] {
@@ -184,7 +184,7 @@ fn a_sandboxed_server_gets_a_working_display_of_its_own_and_no_xvfb_outlives_it(
 
 #[test]
 fn the_display_ends_when_the_server_exits() {
-    let mut world = world(BackendKind::Netns, empty_site());
+    let mut world = world(IsolationBackend::Netns, empty_site());
     let mut child = world.spawn(&sh(PROBE, true)).expect("spawn");
     let rx = lines_of(&mut child);
     let got = read_until(&rx, "READY");
@@ -202,7 +202,7 @@ fn the_display_ends_when_the_server_exits() {
 
 #[test]
 fn servers_without_a_virtual_display_get_no_display() {
-    let mut world = world(BackendKind::Netns, empty_site());
+    let mut world = world(IsolationBackend::Netns, empty_site());
     let mut child = world.spawn(&sh(PROBE, false)).expect("spawn");
     let rx = lines_of(&mut child);
     let got = read_until(&rx, "READY");
@@ -214,7 +214,7 @@ fn servers_without_a_virtual_display_get_no_display() {
 
 #[test]
 fn a_server_whose_display_cannot_start_exits_saying_why() {
-    let world = world(BackendKind::None, empty_site());
+    let world = world(IsolationBackend::None, empty_site());
     let cmd = world.command(&sh("echo never", true)).expect("command");
     // The wrapper runs Xvfb by the path it is given as `$0`: point it at one that does not exist.
     let args: Vec<String> = cmd
@@ -324,7 +324,7 @@ fn a_headed_browser_server_from_the_roster_browses_on_its_virtual_display() {
                 ),
             },
         }]);
-        let mut world = world(BackendKind::Netns, site);
+        let mut world = world(IsolationBackend::Netns, site);
         let url = format!("{}/headed", world.isolation().fixture_url);
         let mut child = world
             .spawn(&ServerCommand {

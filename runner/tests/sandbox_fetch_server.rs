@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agentrank_runner::sandbox::{BackendKind, Limits, ServerCommand, World, WorldSpec};
+use agentrank_runner::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
 use serde_json::{Value, json};
 
@@ -136,7 +136,7 @@ fn official_fetch_server_fetches_the_fixture_with_its_defaults() {
     });
     let mut world = World::create(WorldSpec {
         attempt_id: "fetch-1".into(),
-        backend: BackendKind::Netns,
+        backend: IsolationBackend::Netns,
         site,
         database: None,
         limits: Limits::default(),

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentrank_runner::sandbox::{
-    BackendKind, DB_ADDR, FIXTURE_ADDR, Limits, ServerCommand, World, WorldSpec,
+    IsolationBackend, DB_ADDR, FIXTURE_ADDR, Limits, ServerCommand, World, WorldSpec,
 };
 use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
 
@@ -33,7 +33,7 @@ fn site(code: &str) -> FixtureSite {
 fn world(code: &str) -> World {
     World::create(WorldSpec {
         attempt_id: format!("attempt-{code}"),
-        backend: BackendKind::Netns,
+        backend: IsolationBackend::Netns,
         site: site(code),
         database: None,
         limits: Limits::default(),
@@ -204,7 +204,7 @@ echo "nproc_seen=$(ls /proc | grep -c '^[0-9]')"
 
     let report = w.isolation().clone();
     assert!(report.isolated);
-    assert_eq!(report.backend, BackendKind::Netns);
+    assert_eq!(report.backend, IsolationBackend::Netns);
     assert_eq!(report.fixture_url, "http://www.agentrank.test");
     let health = w.health_check();
     assert!(health.healthy, "{}", health.detail);
@@ -222,7 +222,7 @@ fn limits_are_applied_and_reported() {
     };
     let mut w = World::create(WorldSpec {
         attempt_id: "attempt-limits".into(),
-        backend: BackendKind::Netns,
+        backend: IsolationBackend::Netns,
         site: site("L1"),
         database: None,
         limits,

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentrank_runner::sandbox::{
-    BackendKind, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
+    IsolationBackend, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
 };
 use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
@@ -80,7 +80,7 @@ fn bench_engine(engine: DbServer, n: usize) -> Phases {
         let t0 = Instant::now();
         let world = World::create(WorldSpec {
             attempt_id: format!("bench-{i}"),
-            backend: BackendKind::Netns,
+            backend: IsolationBackend::Netns,
             site: site(),
             database: Some(DatabaseLink {
                 engine,

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use agentrank_runner::sandbox::{
-    BackendKind, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
+    IsolationBackend, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
 };
 use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
@@ -98,7 +98,7 @@ fn four_attempts(engine: DbServer) {
                 sidecar.run_sql(&db, &grant(engine, &user)).expect("grant");
                 let mut world = World::create(WorldSpec {
                     attempt_id: format!("par-{i}"),
-                    backend: BackendKind::Netns,
+                    backend: IsolationBackend::Netns,
                     site: site(&code),
                     database: Some(DatabaseLink {
                         engine,
@@ -178,7 +178,7 @@ fn four_parallel_mariadb_attempts_are_isolated() {
 fn the_none_backend_reports_itself_unisolated() {
     let mut world = World::create(WorldSpec {
         attempt_id: "dev-1".into(),
-        backend: BackendKind::None,
+        backend: IsolationBackend::None,
         site: site("AR-DEV1"),
         database: None,
         limits: Limits::default(),
@@ -186,7 +186,7 @@ fn the_none_backend_reports_itself_unisolated() {
     .expect("world");
     let report = world.isolation().clone();
     assert!(!report.isolated);
-    assert_eq!(report.backend, BackendKind::None);
+    assert_eq!(report.backend, IsolationBackend::None);
     assert!(report.applied_limits.is_empty());
     assert!(!report.missing_limits.is_empty());
     // Even without isolation the environment is allowlisted and the fixture is served.

@@ -32,8 +32,8 @@ pub struct ManifestDraft {
     /// Attempt time limit per agent, in seconds (Methodology §6.4).
     #[serde(default)]
     pub timeout_budgets_s: BTreeMap<String, u64>,
-    /// `netns` or `none`.
-    pub isolation_backend: String,
+    /// `netns` or `none` (`docker` in bundles sealed before that backend was removed).
+    pub isolation_backend: crate::sweep::RecordedBackend,
     /// True when the isolation backend is `none`: the site marks such bundles as unisolated.
     pub unisolated: bool,
     /// `anonymous`, `free-key` or `owner-key`.

@@ -77,8 +77,8 @@ pub struct AttemptRecord {
     /// Bundle-relative path of the agent-plane tape.
     pub tape_agent_path: String,
     pub tape_agent_sha256: String,
-    /// `netns`, `docker` or `none`.
-    pub isolation_backend: String,
+    /// `netns` or `none` (`docker` in bundles sealed before that backend was removed).
+    pub isolation_backend: crate::sweep::RecordedBackend,
     /// `anonymous`, `free-key` or `owner-key`.
     pub credential_context: crate::sweep::CredentialContext,
     /// Whose failure the outcome records, when something failed that was not the agent's answer:

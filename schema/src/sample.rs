@@ -47,7 +47,7 @@ pub fn sample_draft(bundle_id: &str) -> ManifestDraft {
         server_configs: Default::default(),
         agent_configs: Default::default(),
         timeout_budgets_s: [("reference".to_string(), 180)].into_iter().collect(),
-        isolation_backend: "none".into(),
+        isolation_backend: crate::sweep::RecordedBackend::None,
         unisolated: true,
         credential_context: crate::sweep::CredentialContext::Anonymous,
         environment: [("os".to_string(), "linux".to_string())]
@@ -200,7 +200,7 @@ pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
                 tape_mcp_sha256: String::new(),
                 tape_agent_path: tape_path(&attempt_id, Plane::Agent),
                 tape_agent_sha256: String::new(),
-                isolation_backend: "none".into(),
+                isolation_backend: crate::sweep::RecordedBackend::None,
                 credential_context: crate::sweep::CredentialContext::Anonymous,
                 fault_source: match outcome {
                     OutcomeClass::Fail => Some(FaultSource::Server),

@@ -139,8 +139,8 @@ pub struct SweepConfig {
     pub attempts: AttemptRule,
     /// `netns` (the default) or `none` (development only: the bundle is unisolated). The runner refuses
     /// any other name, naming the sweep file, this field and the supported backends.
-    #[serde(default = "default_backend", deserialize_with = "isolation_backend")]
-    pub isolation: String,
+    #[serde(default = "default_backend")]
+    pub isolation: IsolationBackend,
     #[serde(default)]
     pub timeouts: TimeoutPolicy,
     /// Run the no-server control on every task (default true).
@@ -174,28 +174,111 @@ fn default_construct_batches() -> u32 {
 fn default_rule() -> AttemptRule {
     AttemptRule::Adaptive
 }
-fn default_backend() -> String {
-    "netns".into()
+fn default_backend() -> IsolationBackend {
+    IsolationBackend::Netns
 }
 
-/// The isolation backends a sweep may name (`isolation`), in the order error messages list them.
-pub const ISOLATION_BACKENDS: [&str; 2] = ["netns", "none"];
+/// The isolation backend a sweep names (`isolation`) and the runner builds for every attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IsolationBackend {
+    /// A fresh network namespace, bubblewrap and cgroup limits (Linux, root).
+    Netns,
+    /// No isolation (development only; bundles are marked unisolated).
+    None,
+}
 
-/// Reads `isolation`, refusing any name but [`ISOLATION_BACKENDS`] (the error lists them).
-fn isolation_backend<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let name = String::deserialize(d)?;
-    if ISOLATION_BACKENDS.contains(&name.as_str()) {
-        return Ok(name);
+impl IsolationBackend {
+    /// Every backend, in the order error messages list them.
+    pub const ALL: [IsolationBackend; 2] = [IsolationBackend::Netns, IsolationBackend::None];
+
+    /// The backend's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IsolationBackend::Netns => "netns",
+            IsolationBackend::None => "none",
+        }
     }
-    let removed = if name == "docker" {
-        "; the docker backend was removed, use netns"
-    } else {
-        ""
-    };
-    Err(serde::de::Error::custom(format!(
-        "`{name}` is not a supported isolation backend (supported: {}){removed}",
-        ISOLATION_BACKENDS.join(", ")
-    )))
+
+    /// The backend a word names.
+    pub fn parse(word: &str) -> Option<IsolationBackend> {
+        IsolationBackend::ALL
+            .into_iter()
+            .find(|b| b.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for IsolationBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Reads `isolation`, refusing any name but [`IsolationBackend::ALL`]'s (the error lists them, and
+/// says that `docker` was removed).
+impl<'de> Deserialize<'de> for IsolationBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IsolationBackend, D::Error> {
+        let name = String::deserialize(d)?;
+        if let Some(b) = IsolationBackend::parse(&name) {
+            return Ok(b);
+        }
+        let removed = if name == RecordedBackend::Docker.as_str() {
+            "; the docker backend was removed, use netns"
+        } else {
+            ""
+        };
+        Err(serde::de::Error::custom(format!(
+            "`{name}` is not a supported isolation backend (supported: {}){removed}",
+            IsolationBackend::ALL
+                .map(IsolationBackend::as_str)
+                .join(", ")
+        )))
+    }
+}
+
+/// The isolation backend a bundle records (the attempts' `isolation_backend` column, the manifest's):
+/// a backend the runner builds, or `docker`, which bundles sealed before that backend was removed
+/// carry. Serialized as the backend's word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordedBackend {
+    Netns,
+    None,
+    /// Removed: no sweep can name it and no runner builds it; older bundles still read.
+    Docker,
+}
+
+impl RecordedBackend {
+    /// Every recorded backend, in declaration order.
+    pub const ALL: [RecordedBackend; 3] = [
+        RecordedBackend::Netns,
+        RecordedBackend::None,
+        RecordedBackend::Docker,
+    ];
+
+    /// The backend's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordedBackend::Netns => "netns",
+            RecordedBackend::None => "none",
+            RecordedBackend::Docker => "docker",
+        }
+    }
+}
+
+impl From<IsolationBackend> for RecordedBackend {
+    fn from(b: IsolationBackend) -> RecordedBackend {
+        match b {
+            IsolationBackend::Netns => RecordedBackend::Netns,
+            IsolationBackend::None => RecordedBackend::None,
+        }
+    }
+}
+
+impl std::fmt::Display for RecordedBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 fn yes() -> bool {
     true

@@ -132,6 +132,11 @@ fn word_lists() {
     insta::assert_snapshot!("words_fault_code", words(&FaultCode::ALL));
     agree(&FaultSource::ALL);
     agree(&FaultCode::ALL);
+    use agentrank_schema::sweep::{IsolationBackend, RecordedBackend};
+    insta::assert_snapshot!("words_isolation_backend", words(&IsolationBackend::ALL));
+    insta::assert_snapshot!("words_recorded_backend", words(&RecordedBackend::ALL));
+    agree(&IsolationBackend::ALL);
+    agree(&RecordedBackend::ALL);
 }
 
 #[test]

@@ -472,7 +472,7 @@ fn bundle_meta(m: &agentrank_schema::manifest::Manifest) -> BundleMeta {
         isolation_backend: if d.unisolated {
             "none".into()
         } else {
-            d.isolation_backend.clone()
+            d.isolation_backend.to_string()
         },
         credential_context: d.credential_context.to_string(),
         plan_hash: d.plan_hash.clone(),

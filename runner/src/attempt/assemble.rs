@@ -20,7 +20,7 @@ use agentrank_schema::records::{
 };
 use agentrank_schema::role::AttemptRole;
 use agentrank_schema::role::ControlKind;
-use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
+use agentrank_schema::sweep::{PlannedAttempt, RecordedBackend, SlotKind};
 use agentrank_schema::tape::{Plane, TapeLine, tape_path};
 use agentrank_schema::task::TaskSet;
 use std::time::Duration;
@@ -41,7 +41,7 @@ pub struct AttemptFacts {
     pub bundle_id: String,
     pub sweep_id: String,
     /// The isolation backend's name (`netns`, `none`).
-    pub isolation_backend: String,
+    pub isolation_backend: RecordedBackend,
     pub credential_context: agentrank_schema::sweep::CredentialContext,
     pub slot: PlannedAttempt,
     pub rerun_index: u32,
@@ -359,7 +359,7 @@ fn attempt_record(
         tape_mcp_sha256: facts.tape_mcp_sha256.clone(),
         tape_agent_path: tape_path(id, Plane::Agent),
         tape_agent_sha256: facts.tape_agent_sha256.clone(),
-        isolation_backend: facts.isolation_backend.clone(),
+        isolation_backend: facts.isolation_backend,
         credential_context: facts.credential_context,
         fault_source,
         fault_code,
@@ -553,7 +553,7 @@ mod tests {
             role: AttemptRole::Scored,
             bundle_id: "b1".into(),
             sweep_id: "s1".into(),
-            isolation_backend: "netns".into(),
+            isolation_backend: RecordedBackend::Netns,
             credential_context: agentrank_schema::sweep::CredentialContext::Anonymous,
             slot: slot(SlotKind::Scored),
             rerun_index: 0,
@@ -680,7 +680,7 @@ mod tests {
         assert_eq!(a.tape_mcp_path, tape_path(ID, Plane::Mcp));
         assert_eq!(a.tape_mcp_sha256, "mcp-sha");
         assert_eq!(a.tape_agent_sha256, "agent-sha");
-        assert_eq!(a.isolation_backend, "netns");
+        assert_eq!(a.isolation_backend, RecordedBackend::Netns);
         // One tool-call row, listed, answered after 2 ms, at the tape's clock.
         assert_eq!(unit.tool_calls.len(), 1);
         let c = &unit.tool_calls[0];

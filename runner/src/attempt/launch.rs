@@ -10,7 +10,7 @@ use crate::classify::HarnessFault;
 use crate::mcp::client::ClientOptions;
 use crate::roster::install::InstalledServer;
 use crate::roster::{LaunchContext, ResolvedLaunch, resolve_launch};
-use crate::sandbox::{BackendKind, ServerCommand, World};
+use crate::sandbox::{IsolationBackend, ServerCommand, World};
 use agentrank_schema::records::{FixtureHealthRecord, ProbeRecord};
 use agentrank_schema::role::BuiltinAgent;
 use agentrank_schema::roster::ServerConfig;
@@ -72,7 +72,7 @@ pub(super) fn launch(
     let mut ctx: LaunchContext = installed.context.clone();
     // Inside the netns sandbox the server starts in its fresh HOME, which is also its
     // scratch directory; unisolated, both are a directory of the attempt's own.
-    let (home, scratch) = if env.backend == BackendKind::Netns {
+    let (home, scratch) = if env.backend == IsolationBackend::Netns {
         (crate::sandbox::SANDBOX_HOME.to_string(), None)
     } else {
         let dir = env.staging.root().join("work").join(id);
@@ -346,7 +346,7 @@ pub(super) enum Reach {
 impl Reach {
     pub(super) fn of(
         server: &agentrank_schema::roster::ServerConfig,
-        backend: BackendKind,
+        backend: IsolationBackend,
     ) -> Reach {
         use agentrank_schema::roster::{Registry, Transport};
         let url = server.launch.url.clone().unwrap_or_default();
@@ -356,8 +356,8 @@ impl Reach {
             (Transport::StreamableHttp, _) => Reach::Sandboxed {
                 // Unisolated, the server shares the runner's loopback: a free port of its own.
                 port: match backend {
-                    BackendKind::Netns => crate::mcp::http::SANDBOX_HTTP_PORT,
-                    BackendKind::None => crate::sidecar::free_loopback_port()
+                    IsolationBackend::Netns => crate::mcp::http::SANDBOX_HTTP_PORT,
+                    IsolationBackend::None => crate::sidecar::free_loopback_port()
                         .unwrap_or(crate::mcp::http::SANDBOX_HTTP_PORT),
                 },
                 // The loader checked the form.

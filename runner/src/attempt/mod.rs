@@ -19,7 +19,7 @@ pub use prepare::Rendered;
 use crate::catalog::Catalog;
 use crate::classify::HarnessFault;
 use crate::roster::Roster;
-use crate::sandbox::{BackendKind, Limits, World, WorldSpec};
+use crate::sandbox::{IsolationBackend, Limits, World, WorldSpec};
 use crate::sidecar::{Sidecar, SidecarConfig};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::fixture::FixtureLog;
@@ -189,7 +189,7 @@ pub struct AttemptEnv<'a> {
     pub catalog: &'a Catalog,
     pub roster: &'a Roster,
     pub cache_dir: PathBuf,
-    pub backend: BackendKind,
+    pub backend: IsolationBackend,
     pub staging: &'a Staging,
     pub databases: &'a Databases,
     /// The attempt time limit per agent (the calibrated budgets, Methodology §6.4); an agent not

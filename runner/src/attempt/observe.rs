@@ -125,7 +125,7 @@ pub(super) fn observe(
         role: role_of(env, slot),
         bundle_id: env.bundle_id.clone(),
         sweep_id: env.sweep_id.clone(),
-        isolation_backend: env.backend.as_str().into(),
+        isolation_backend: env.backend.into(),
         credential_context: env.credential_context,
         slot: slot.clone(),
         rerun_index,

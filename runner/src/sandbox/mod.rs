@@ -10,7 +10,7 @@
 //!
 //! The `netns` backend (see [`netns`]) is the default on Linux; `none` runs the server directly on the
 //! host for development only and says so (`isolated: false`). These are the only backends
-//! ([`BackendKind::NAMES`]); a sweep file naming any other is refused before anything runs.
+//! ([`IsolationBackend::ALL`]); a sweep file naming any other is refused before anything runs.
 
 pub mod cgroup;
 mod forward;
@@ -45,34 +45,7 @@ pub const SANDBOX_HOME: &str = "/home/runner";
 /// The `LANG` every sandboxed server gets.
 pub const SANDBOX_LANG: &str = "C.UTF-8";
 
-/// Isolation backends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum BackendKind {
-    /// A fresh network namespace, bubblewrap, cgroup limits (Linux, root).
-    Netns,
-    /// No isolation (development only; bundles are marked unisolated).
-    None,
-}
-
-impl BackendKind {
-    /// Every backend's recorded name, in the order error messages list them (the sweep schema's list).
-    pub const NAMES: [&'static str; 2] = agentrank_schema::sweep::ISOLATION_BACKENDS;
-    /// The name recorded in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Netns => "netns",
-            BackendKind::None => "none",
-        }
-    }
-    /// Parses a recorded name.
-    pub fn parse(s: &str) -> Option<BackendKind> {
-        match s {
-            "netns" => Some(BackendKind::Netns),
-            "none" => Some(BackendKind::None),
-            _ => None,
-        }
-    }
-}
+pub use agentrank_schema::sweep::IsolationBackend;
 
 /// Resource limits requested for the server under test (Methodology §3.4: 2 GB / 2 CPUs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +78,7 @@ pub struct DatabaseLink {
 #[derive(Debug, Clone)]
 pub struct WorldSpec {
     pub attempt_id: String,
-    pub backend: BackendKind,
+    pub backend: IsolationBackend,
     pub site: FixtureSite,
     pub database: Option<DatabaseLink>,
     pub limits: Limits,
@@ -177,7 +150,7 @@ pub(crate) fn launch_of(server: &ServerCommand) -> (String, Vec<String>) {
 /// What a world reports about its isolation, for the bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsolationReport {
-    pub backend: BackendKind,
+    pub backend: IsolationBackend,
     /// False only for the `none` backend: bundles made with it are unisolated.
     pub isolated: bool,
     /// The limits that actually took effect, as `name=value` strings (e.g. `cgroup.memory=2147483648`).
@@ -283,7 +256,7 @@ impl World {
     /// [`World::spawn`] from a thread that outlives the attempt (the server dies with that thread).
     pub fn create(spec: WorldSpec) -> Result<World, SandboxError> {
         match spec.backend {
-            BackendKind::Netns => {
+            IsolationBackend::Netns => {
                 let ns = netns::NetnsWorld::create(&spec)?;
                 let (site_l, canary_l, db_l) = ns.bind_listeners(&spec)?;
                 let host = FixtureHost::start(spec.site.clone(), site_l, canary_l)?;
@@ -292,7 +265,7 @@ impl World {
                     _ => None,
                 };
                 let report = IsolationReport {
-                    backend: BackendKind::Netns,
+                    backend: IsolationBackend::Netns,
                     isolated: true,
                     applied_limits: ns.applied_limits(),
                     missing_limits: ns.missing_limits(),
@@ -313,7 +286,7 @@ impl World {
                     report,
                 })
             }
-            BackendKind::None => {
+            IsolationBackend::None => {
                 let site_l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                     .map_err(io_err("bind fixture listener"))?;
                 let canary_l = match &spec.site.canaries.loopback {
@@ -325,7 +298,7 @@ impl World {
                 };
                 let host = FixtureHost::start(spec.site.clone(), site_l, canary_l)?;
                 let report = IsolationReport {
-                    backend: BackendKind::None,
+                    backend: IsolationBackend::None,
                     isolated: false,
                     applied_limits: Vec::new(),
                     missing_limits: vec![

@@ -3,7 +3,6 @@
 use super::{SweepError, SweepOptions};
 use crate::catalog::{Catalog, load_catalog_dir};
 use crate::roster::Roster;
-use crate::sandbox::BackendKind;
 use agentrank_schema::sweep::SweepConfig;
 use std::path::Path;
 
@@ -52,13 +51,3 @@ pub fn load_specs(opts: &SweepOptions) -> Result<Specs, SweepError> {
     Ok(Specs { catalog, roster })
 }
 
-pub(super) fn backend_of(sweep: &SweepConfig, file: &Path) -> Result<BackendKind, SweepError> {
-    BackendKind::parse(&sweep.isolation).ok_or_else(|| SweepError::Input {
-        file: file.to_path_buf(),
-        message: format!(
-            "field `isolation`: `{}` is not a supported isolation backend (supported: {})",
-            sweep.isolation,
-            BackendKind::NAMES.join(", "),
-        ),
-    })
-}

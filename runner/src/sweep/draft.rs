@@ -2,12 +2,12 @@
 //! later: the resume notes and the model ids the agents reported.
 
 use super::calibration::calibrates;
-use super::config::{backend_of, load_specs, load_sweep};
+use super::config::{load_specs, load_sweep};
 use super::{SweepError, SweepOptions};
 use crate::catalog::Catalog;
 use crate::plan::make_plan;
 use crate::roster::Roster;
-use crate::sandbox::BackendKind;
+use crate::sandbox::IsolationBackend;
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::manifest::{
     LockManifest, LockedAgent, LockedServer, ManifestDraft, TaskLintFinding, TaskLintRecord,
@@ -26,7 +26,7 @@ pub(super) fn git_commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-pub(super) fn environment_fingerprint(backend: BackendKind) -> BTreeMap<String, String> {
+pub(super) fn environment_fingerprint(backend: IsolationBackend) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     env.insert("os".into(), std::env::consts::OS.into());
     env.insert("arch".into(), std::env::consts::ARCH.into());
@@ -165,7 +165,7 @@ pub(super) fn draft_for(
     roster_dir: &Path,
     roster: &Roster,
     cache_dir: &Path,
-    backend: BackendKind,
+    backend: IsolationBackend,
     timeout_s: u64,
     task_lint: TaskLintRecord,
 ) -> ManifestDraft {
@@ -268,8 +268,8 @@ pub(super) fn draft_for(
             .filter(|a| !calibrates(sweep, a))
             .map(|a| (a.clone(), timeout_s))
             .collect(),
-        isolation_backend: backend.as_str().into(),
-        unisolated: backend == BackendKind::None,
+        isolation_backend: backend.into(),
+        unisolated: backend == IsolationBackend::None,
         credential_context: sweep.credential_context,
         environment: environment_fingerprint(backend),
         catalog_version: plan.catalog_sha256.clone(),
@@ -283,7 +283,7 @@ pub(super) fn draft_for(
 pub fn plan_sweep(opts: &SweepOptions, shards: u32) -> Result<PlanFile, SweepError> {
     let sweep = load_sweep(&opts.sweep_file)?;
     let specs = load_specs(opts)?;
-    let backend = backend_of(&sweep, &opts.sweep_file)?;
+    let backend = sweep.isolation;
     let mut plan =
         make_plan(&sweep, &specs.catalog, &specs.roster).map_err(|e| SweepError::Input {
             file: opts.sweep_file.clone(),
@@ -313,7 +313,7 @@ pub(super) fn note_resume(staging: &Staging, plan: &Plan) -> Result<(), SweepErr
     }
     let mut draft = staging.draft()?;
     let env = environment_fingerprint(
-        BackendKind::parse(&plan.sweep.isolation).unwrap_or(BackendKind::None),
+        plan.sweep.isolation,
     );
     draft.notes.push(format!(
         "resumed {} with {staged} units staged, runner commit {}, environment {}",

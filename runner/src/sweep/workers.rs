@@ -2,7 +2,7 @@
 //! (databases, managed model servers, runtime) set up around them.
 
 use super::cell::run_cell;
-use super::config::{Specs, backend_of};
+use super::config::Specs;
 use super::model_logs::{MODEL_LOGS, keep_model_logs};
 use super::progress::{ProgressLine, ProgressSink, SweepEvent};
 use super::{SweepError, SweepOptions};
@@ -22,7 +22,7 @@ pub fn execute(
     select: &dyn Fn(&PlannedAttempt) -> bool,
 ) -> Result<(BTreeMap<String, usize>, usize), SweepError> {
     let sweep = &plan.sweep;
-    let backend = backend_of(sweep, &opts.sweep_file)?;
+    let backend = sweep.isolation;
     if plan.catalog_sha256 != specs.catalog.catalog_sha256() {
         return Err(SweepError::Setup(format!(
             "{}: the task catalog changed since the plan was made (plan {}, now {})",

@@ -425,7 +425,7 @@ fn attempt_facts(a: &AttemptRecord) -> Vec<Chip> {
             value: match &a.limits_missing {
                 Some(missing) => format!(
                     "{} (partial: {} requested limit{} not applied)",
-                    visible(&a.isolation_backend),
+                    a.isolation_backend,
                     missing.split("; ").count(),
                     if missing.split("; ").count() == 1 {
                         ""
@@ -433,7 +433,7 @@ fn attempt_facts(a: &AttemptRecord) -> Vec<Chip> {
                         "s"
                     }
                 ),
-                None => visible(&a.isolation_backend),
+                None => a.isolation_backend.to_string(),
             },
         },
         Chip {
