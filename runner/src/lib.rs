@@ -10,20 +10,16 @@
 //! | [`fixture_host`] | the per-attempt HTTP fixture world and its request log |
 //! | [`sidecar`] | PostgreSQL and MariaDB servers started from system binaries |
 //! | [`roster`] | server configurations, install cache, lock manifest |
-//! | [`sweep`] | running a sweep: lock, plan, attempts, resume, smoke gate, seal |
+//! | [`sweep`] | running a sweep: lock, plan, gates before budget, attempts, resume, construct extension batches, smoke gate, seal; a sharded sweep's follow-up job and merge check |
 //! | [`mcp`] | the runner's MCP client and the stdio tap |
 //! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) |
 //! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function |
 //! | [`plan`] | the canonical, content-addressed plan of a sweep |
-//! | [`construct`] | the construct gate's registered extension batches: when a sweep needs one, running it |
-//! | [`scale_out`] | a sharded sweep's construct follow-up job and the merge's completeness check |
 
 pub mod agents;
 pub mod attempt;
-pub mod budget_gates;
 pub mod catalog;
 pub mod classify;
-pub mod construct;
 pub mod dataset;
 pub mod fixture_host;
 pub mod mcp;
@@ -32,7 +28,6 @@ pub mod redact;
 pub mod report;
 pub mod roster;
 pub mod sandbox;
-pub mod scale_out;
 pub mod sidecar;
 pub mod sweep;
 pub mod verify;

@@ -382,7 +382,7 @@ fn construct_extension(
     chromium: &str,
     paths: &Paths,
 ) -> anyhow::Result<Exit> {
-    match agentrank_runner::scale_out::run_construct_followup(
+    match agentrank_runner::sweep::scale_out::run_construct_followup(
         &options(plan, out, chromium, paths),
         plan,
         shards,

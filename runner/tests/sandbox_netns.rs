@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentrank_runner::sandbox::{
-    IsolationBackend, DB_ADDR, FIXTURE_ADDR, Limits, ServerCommand, World, WorldSpec,
+    DB_ADDR, FIXTURE_ADDR, IsolationBackend, Limits, ServerCommand, World, WorldSpec,
 };
 use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
 

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentrank_runner::sandbox::{
-    IsolationBackend, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
+    DatabaseLink, IsolationBackend, Limits, ServerCommand, World, WorldSpec,
 };
 use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use agentrank_runner::sandbox::{
-    IsolationBackend, DatabaseLink, Limits, ServerCommand, World, WorldSpec,
+    DatabaseLink, IsolationBackend, Limits, ServerCommand, World, WorldSpec,
 };
 use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};

@@ -7,9 +7,7 @@
 use super::prepare::Rendered;
 use super::wire;
 use crate::catalog::instance_sha256;
-use crate::classify::{
-    Classification, ClassifyInput, ServerFault, classify, fault_columns,
-};
+use crate::classify::{Classification, ClassifyInput, ServerFault, classify, fault_columns};
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::fault::FaultCode;
 use agentrank_schema::fixture::FixtureLog;

@@ -2,8 +2,8 @@
 //! names the server listed, and one `tool_calls` row per `tools/call` with its timing and status.
 
 use crate::classify::{ServerFault, clip};
-use agentrank_schema::fault::FaultCode;
 use crate::verify::wire::{WireDir, WireSummary, messages, summarize};
+use agentrank_schema::fault::FaultCode;
 use agentrank_schema::records::{ToolCallRecord, ToolCallStatus};
 use agentrank_schema::tape::{Dir, TapeLine};
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,10 +2,10 @@
 //! budget into the draft before any scored attempt.
 
 use super::config::Specs;
+use super::options::{SweepError, SweepOptions};
 use super::policy::staged_attempts;
 use super::progress::SweepEvent;
 use super::workers::execute;
-use super::{SweepError, SweepOptions};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::manifest::ManifestDraft;
 use agentrank_schema::sweep::{Plan, SlotKind, SweepConfig};

@@ -1,7 +1,7 @@
 //! Running one cell: the attempts its policy (`policy::CellPolicy`) asks for, in turn, each run and
 //! staged, or read back when an earlier run staged it.
 
-use super::SweepError;
+use super::options::SweepError;
 use super::policy::{CellPolicy, NextAttempt};
 use super::progress::{ProgressLine, ProgressSink, SweepEvent};
 use crate::attempt::{AttemptEnv, run_attempt};

@@ -1,9 +1,9 @@
 //! The sweep's inputs: the sweep file, the task catalog and roster it runs against, its isolation backend.
 
-use super::{SweepError, SweepOptions};
+use super::options::{SweepError, SweepOptions};
 use crate::catalog::{Catalog, load_catalog_dir};
 use crate::roster::Roster;
-use agentrank_schema::sweep::SweepConfig;
+use agentrank_schema::sweep::{PlanFile, SweepConfig};
 use std::path::Path;
 
 /// Reads and parses a sweep file, with errors naming the file and the field.
@@ -51,3 +51,14 @@ pub fn load_specs(opts: &SweepOptions) -> Result<Specs, SweepError> {
     Ok(Specs { catalog, roster })
 }
 
+/// Reads a plan file.
+pub fn load_plan_file(path: &Path) -> Result<PlanFile, SweepError> {
+    let text = std::fs::read(path).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: format!("cannot read: {e}"),
+    })?;
+    serde_json::from_slice(&text).map_err(|e| SweepError::Input {
+        file: path.to_path_buf(),
+        message: format!("not a plan file: {e}"),
+    })
+}

@@ -3,7 +3,7 @@
 
 use super::calibration::calibrates;
 use super::config::{load_specs, load_sweep};
-use super::{SweepError, SweepOptions};
+use super::options::{SweepError, SweepOptions};
 use crate::catalog::Catalog;
 use crate::plan::make_plan;
 use crate::roster::Roster;
@@ -312,9 +312,7 @@ pub(super) fn note_resume(staging: &Staging, plan: &Plan) -> Result<(), SweepErr
         return Ok(());
     }
     let mut draft = staging.draft()?;
-    let env = environment_fingerprint(
-        plan.sweep.isolation,
-    );
+    let env = environment_fingerprint(plan.sweep.isolation);
     draft.notes.push(format!(
         "resumed {} with {staged} units staged, runner commit {}, environment {}",
         agentrank_schema::time::rfc3339_now(),

@@ -1,6 +1,6 @@
 //! The machine guard: one sweep at a time on a machine, held as a lock file in the output directory.
 
-use super::SweepError;
+use super::options::SweepError;
 use std::path::Path;
 
 /// The machine guard: one sweep at a time. Held until dropped.

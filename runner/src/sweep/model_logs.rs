@@ -1,6 +1,6 @@
 //! The managed model servers' logs: kept from each sweep phase into the staging area's `logs/`, redacted.
 
-use super::SweepError;
+use super::options::SweepError;
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::time::rfc3339_now;
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! done (the adaptive attempt rule and the re-runs of excluded classes, Methodology §6.2). The worker
 //! that runs a cell, the staged-attempt reader and the smoke gate all follow it.
 
-use super::{MAX_RERUNS, SweepError};
+use super::options::{MAX_RERUNS, SweepError};
 use crate::plan::rerun_slot;
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::Staging;

@@ -1,8 +1,8 @@
 //! Sealing: stage the smoke gate, seal the staging area with the public catalog snapshot and the
 //! conformance check of every tape, verify the bundle.
 
-use super::SweepError;
 use super::config::Specs;
+use super::options::SweepError;
 use super::smoke::smoke_gate;
 use agentrank_schema::bundle::{Staging, verify_bundle};
 use agentrank_schema::records::StagedUnit;

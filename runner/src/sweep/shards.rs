@@ -2,30 +2,18 @@
 //! the shards into one sealed bundle.
 
 use super::calibration::{calibrate_into, is_calibrated};
-use super::config::load_specs;
+use super::config::{load_plan_file, load_specs};
 use super::draft::record_reported_models;
 use super::lock::take_lock;
+use super::options::{SweepError, SweepOptions, SweepReport};
 use super::seal::seal_and_verify;
 use super::staging::open_or_create_staging;
 use super::workers::execute;
-use super::{SweepError, SweepOptions, SweepReport};
 use crate::plan::shard_of;
 use agentrank_schema::bundle::Staging;
-use agentrank_schema::sweep::{PlanFile, SlotKind};
+use agentrank_schema::sweep::SlotKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Reads a plan file.
-pub fn load_plan_file(path: &Path) -> Result<PlanFile, SweepError> {
-    let text = std::fs::read(path).map_err(|e| SweepError::Input {
-        file: path.to_path_buf(),
-        message: format!("cannot read: {e}"),
-    })?;
-    serde_json::from_slice(&text).map_err(|e| SweepError::Input {
-        file: path.to_path_buf(),
-        message: format!("not a plan file: {e}"),
-    })
-}
 
 /// The shard index from the argument, else `JOB_COMPLETION_INDEX` (Kubernetes Indexed Jobs), else
 /// `SLURM_ARRAY_TASK_ID` (Slurm arrays).
@@ -161,7 +149,7 @@ pub fn merge(
         )));
     }
     // Every shard finished and every construct extension batch the gate needs run, or no seal.
-    crate::scale_out::check_complete(&file.plan, &staging)?;
+    super::scale_out::check_complete(&file.plan, &staging)?;
     record_reported_models(&staging)?;
     let (bundle_dir, attempts, void) = seal_and_verify(&specs, &file.plan, &staging)?;
     Ok(SweepReport {

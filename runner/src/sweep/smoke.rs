@@ -1,7 +1,7 @@
 //! The smoke gate (task spec §5) read from what is staged: one control row per smoke task.
 
-use super::SweepError;
 use super::config::Specs;
+use super::options::SweepError;
 use super::policy::attempt_chain;
 use agentrank_gates::smoke::{SmokeAttempt, smoke_control};
 use agentrank_schema::bundle::Staging;

@@ -1,6 +1,6 @@
 //! The staging area of a sweep: opened again for an interrupted run of the same plan, or created.
 
-use super::SweepError;
+use super::options::SweepError;
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::sweep::PlanFile;
 use std::path::Path;

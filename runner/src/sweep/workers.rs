@@ -4,8 +4,8 @@
 use super::cell::run_cell;
 use super::config::Specs;
 use super::model_logs::{MODEL_LOGS, keep_model_logs};
+use super::options::{SweepError, SweepOptions};
 use super::progress::{ProgressLine, ProgressSink, SweepEvent};
-use super::{SweepError, SweepOptions};
 use crate::attempt::{AttemptEnv, Databases};
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::sweep::{Plan, PlannedAttempt, SlotKind};

@@ -21,8 +21,9 @@
 //! manifest records every check ([`BudgetGateRecord`]) with the slots it skipped, and the analysis puts
 //! the refusal in the number's place on the agent's cells.
 
+use super::config::Specs;
+use super::options::{MAX_RERUNS, SweepError};
 use crate::plan::{is_builtin_agent, is_null_model};
-use crate::sweep::{MAX_RERUNS, Specs, SweepError};
 use agentrank_gates::pooled_completion;
 use agentrank_gates::{Gate, GateOutcome, MIN_SURFACE, leak_gate, pre_budget_null, surface_gate};
 use agentrank_schema::bundle::Staging;

@@ -4,11 +4,12 @@
 //! check that nothing is missing — every shard finished, and every extension batch the gate needs run —
 //! naming what is missing instead of sealing an incomplete bundle.
 
+use super::calibration::is_calibrated;
+use super::config::{load_plan_file, load_specs};
+use super::lock::take_lock;
+use super::options::{MAX_RERUNS, SweepError, SweepOptions};
+use super::staging::open_or_create_staging;
 use crate::plan::{rerun_slot, shard_of};
-use crate::sweep::{
-    MAX_RERUNS, SweepError, SweepOptions, is_calibrated, load_plan_file, load_specs,
-    open_or_create_staging, take_lock,
-};
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::sweep::{AttemptRule, Plan, PlannedAttempt, SlotKind, SweepConfig};
@@ -132,12 +133,12 @@ pub fn check_complete(plan: &Plan, staging: &Staging) -> Result<(), SweepError> 
         )));
     }
     for batch in 1..=plan.sweep.construct_batches {
-        let needed = crate::construct::categories_needing(plan, staging, batch)?;
+        let needed = super::construct::categories_needing(plan, staging, batch)?;
         if needed.is_empty() {
             break;
         }
         for category in &needed {
-            let slots: Vec<&PlannedAttempt> = crate::construct::extension_slots(plan, category)
+            let slots: Vec<&PlannedAttempt> = super::construct::extension_slots(plan, category)
                 .into_iter()
                 .filter(|s| s.attempt_index == batch)
                 .collect();
@@ -195,7 +196,7 @@ pub struct FollowupReport {
 /// The construct gate's follow-up job of a sharded sweep (`agentrank-run construct-extension`): once
 /// every shard is done, gathers the reference agent's attempts on each category's reference server
 /// from `input_dirs` into the job's own staging area under `opts.out_dir`, then runs the registered
-/// extension batches exactly as a one-process sweep does (`crate::construct::extend`). Resumable; pass
+/// extension batches exactly as a one-process sweep does (`super::construct::extend`). Resumable; pass
 /// its directory to `merge` with the shards'. Refuses when a shard has not finished the reference cells.
 pub fn run_construct_followup(
     opts: &SweepOptions,
@@ -224,7 +225,7 @@ pub fn run_construct_followup(
         .map(|s| s.category.as_str())
         .collect();
     for category in &categories {
-        for slot in crate::construct::reference_slots(plan, category) {
+        for slot in super::construct::reference_slots(plan, category) {
             wanted.insert(slot.attempt_id.clone());
             for rerun in 1..=MAX_RERUNS {
                 wanted.insert(rerun_slot(&plan.sweep, slot, rerun).attempt_id);
@@ -255,7 +256,7 @@ pub fn run_construct_followup(
     // The gate is planned from batch 0 only once every one of its cells is finished.
     let mut missing: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for category in &categories {
-        let slots = crate::construct::reference_slots(plan, category);
+        let slots = super::construct::reference_slots(plan, category);
         let mut cells: BTreeMap<&str, Vec<&PlannedAttempt>> = BTreeMap::new();
         for s in slots {
             cells.entry(s.task_id.as_str()).or_default().push(s);
@@ -287,12 +288,12 @@ pub fn run_construct_followup(
         )));
     }
     report.gathered = wanted.iter().filter(|id| staging.is_staged(id)).count();
-    crate::construct::extend(opts, &specs, plan, &staging)?;
+    super::construct::extend(opts, &specs, plan, &staging)?;
     report.extension_attempts = plan
         .attempts
         .iter()
         .filter(|s| s.kind == SlotKind::ConstructExtension)
-        .flat_map(|s| crate::sweep::attempt_chain(&plan.sweep, s))
+        .flat_map(|s| super::policy::attempt_chain(&plan.sweep, s))
         .filter(|a| staging.is_staged(&a.attempt_id))
         .count();
     Ok(report)

@@ -1,10 +1,13 @@
 //! The construct gate's registered extension batches (Fitness Report): which batch a sweep needs next,
 //! decided by the analysis's own gate fed the reference agent's staged trials, and running it. A
 //! one-process sweep runs them after its scored attempts; a sharded sweep runs them as a follow-up job
-//! after every shard (`crate::scale_out::run_construct_followup`), from the same staged trials, so both
+//! after every shard (`scale_out::run_construct_followup`), from the same staged trials, so both
 //! resolve the gate the same way.
 
-use crate::sweep::{Specs, SweepError, SweepOptions, execute, staged_attempts};
+use super::config::Specs;
+use super::options::{SweepError, SweepOptions};
+use super::policy::staged_attempts;
+use super::workers::execute;
 use agentrank_schema::bundle::Staging;
 use agentrank_schema::records::AttemptRecord;
 use agentrank_schema::sweep::{Plan, PlannedAttempt, SlotKind};
