@@ -6,9 +6,9 @@
 //! | [`catalog`] | loading task catalogs, seeded environment generators, prompt rendering, task-lint |
 //! | [`verify`] | pure predicate evaluation over an attempt's observed state |
 //! | [`dataset`] | the logical database dataset rendered as SQL per engine, database clients, ground truth |
-//! | [`sandbox`] | isolation backends (`netns`, `none`) and process-tree hygiene |
-//! | [`fixture_host`] | the per-attempt HTTP fixture world and its request log |
-//! | [`sidecar`] | PostgreSQL and MariaDB servers started from system binaries |
+//! | [`sandbox`] | isolation backends (`netns`, `none`) and process-tree hygiene (crate `agentrank-world`) |
+//! | [`fixture_host`] | the per-attempt HTTP fixture world and its request log (crate `agentrank-world`) |
+//! | [`sidecar`] | PostgreSQL and MariaDB servers started from system binaries (crate `agentrank-world`) |
 //! | [`roster`] | server configurations, install cache, lock manifest |
 //! | [`sweep`] | running a sweep: lock, plan, gates before budget, attempts, resume, construct extension batches, smoke gate, seal; a sharded sweep's follow-up job and merge check |
 //! | [`mcp`] | the runner's MCP client and the stdio tap |
@@ -21,13 +21,13 @@ pub mod attempt;
 pub mod catalog;
 pub mod classify;
 pub mod dataset;
-pub mod fixture_host;
 pub mod mcp;
 pub mod plan;
 pub mod redact;
 pub mod report;
 pub mod roster;
-pub mod sandbox;
-pub mod sidecar;
 pub mod sweep;
 pub mod verify;
+
+// The world an attempt runs in is its own crate; its modules keep their paths here.
+pub use agentrank_world::{fixture_host, sandbox, sidecar};
