@@ -36,7 +36,13 @@ pub fn agentrank_run() -> PathBuf {
         );
     };
     let root = workspace();
-    let sources = ["runner/src", "gates/src", "schema/src"];
+    let sources = [
+        "runner/src",
+        "catalog/src",
+        "world/src",
+        "gates/src",
+        "schema/src",
+    ];
     if let Some(newer) = sources
         .iter()
         .filter_map(|s| newest_file(&root.join(s)))

@@ -5,7 +5,7 @@
 //! The classes are tried in the seed's precedence order and the first that matches wins:
 //! HARNESS_ERROR, RATE_LIMITED, AGENT_ERROR, INVALID_BUILTIN, SERVER_TIMEOUT, AGENT_TIMEOUT,
 //! INVALID_LEAK, PASS, FAIL. The input is a plain struct the attempt fills from the sandbox, the fixture
-//! health check, the agent adapter ([`crate::agents::AgentSignals`]), the verifiers and the wire tape.
+//! health check, the agent adapter (the runner's `agents::AgentSignals`), the verifiers and the wire tape.
 //!
 //! The small text detectors here ([`rate_limit_signal`], [`browser_missing_signal`]) are also pure:
 //! they decide what counts as a provider limit or a missing browser, so that every adapter recognises
@@ -117,7 +117,7 @@ pub struct ClassifyInput {
     pub verifiers_passed: bool,
     /// Calls to the server under test (`tools/call` requests on the wire).
     pub server_calls: u64,
-    /// What the wire shows the server's own process doing wrong ([`crate::attempt::wire::server_faults`]).
+    /// What the wire shows the server's own process doing wrong (the runner's `attempt::wire::server_faults`).
     pub server_faults: Vec<ServerFault>,
 }
 
