@@ -11,16 +11,14 @@
 //! | [`sidecar`] | PostgreSQL and MariaDB servers started from system binaries (crate `agentrank-world`) |
 //! | [`roster`] | server configurations, install cache, lock manifest |
 //! | [`sweep`] | running a sweep: lock, plan, gates before budget, attempts, resume, construct extension batches, smoke gate, seal; a sharded sweep's follow-up job and merge check |
-//! | [`mcp`] | the runner's MCP client and the stdio tap |
+//! | [`mcp`] | the runner's MCP client and the stdio tap (crate `agentrank-mcp`) |
 //! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) |
 //! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function (crate `agentrank-catalog`) |
 //! | [`plan`] | the canonical, content-addressed plan of a sweep |
 
 pub mod agents;
 pub mod attempt;
-pub mod mcp;
 pub mod plan;
-pub mod redact;
 pub mod report;
 pub mod roster;
 pub mod sweep;
@@ -29,3 +27,6 @@ pub mod sweep;
 pub use agentrank_world::{fixture_host, sandbox, sidecar};
 // So are the tasks and the judging of an attempt.
 pub use agentrank_catalog::{catalog, classify, dataset, verify};
+// And the MCP client with its tap, and host-path redaction.
+pub use agentrank_mcp as mcp;
+pub use agentrank_mcp::redact;

@@ -564,16 +564,7 @@ fn without_placeholders(pattern: &str) -> String {
 /// `db.name`, `db.path`).
 pub type LaunchContext = BTreeMap<String, String>;
 
-/// A server command with every template resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedLaunch {
-    pub program: String,
-    pub args: Vec<String>,
-    /// The complete environment (the child starts from an empty one).
-    pub env: BTreeMap<String, String>,
-    /// Working directory, if the server needs a scratch one.
-    pub cwd: Option<PathBuf>,
-}
+pub use agentrank_mcp::ResolvedLaunch;
 
 /// A template that names a value the context lacks.
 #[derive(Debug, thiserror::Error)]

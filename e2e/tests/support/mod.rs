@@ -40,6 +40,7 @@ pub fn agentrank_run() -> PathBuf {
         "runner/src",
         "catalog/src",
         "world/src",
+        "mcp/src",
         "gates/src",
         "schema/src",
     ];

@@ -21,7 +21,7 @@ use super::process::{ExitKind, ServerProcess};
 use super::tap::{
     TapeRecorder, TapeSummary, WireLine, pump, pump_stubbing_calls, pump_with_answers,
 };
-use crate::roster::ResolvedLaunch;
+use crate::ResolvedLaunch;
 
 /// The protocol revision the runner offers (the newest with an `initialize` handshake).
 pub const OFFERED_PROTOCOL_VERSION: &str = "2025-11-25";

@@ -22,7 +22,7 @@ use std::time::Duration;
 use agentrank_schema::records::{ProbeKind, ProbeRecord, ProbeResult};
 
 use super::client::{ClientOptions, McpError, McpSession, PaginationEnd};
-use crate::roster::ResolvedLaunch;
+use crate::ResolvedLaunch;
 
 /// A revision no server can support (before the first MCP revision, and not a real date).
 pub const IMPOSSIBLE_PROTOCOL_VERSION: &str = "1999-13-45";

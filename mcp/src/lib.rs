@@ -11,9 +11,11 @@ pub mod client;
 pub mod http;
 pub mod probes;
 pub mod process;
+pub mod redact;
 pub mod tap;
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentrank_schema::tape::Dir;
@@ -26,8 +28,6 @@ pub use client::{
 pub use probes::{ProbeObservation, ProbeReport, probe_records, run_probes};
 pub use process::{ExitKind, ServerProcess};
 pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};
-
-use crate::roster::ResolvedLaunch;
 
 /// Runs the stdio tap between this process's stdin/stdout and `command` (inheriting this process's
 /// environment and working directory), writing the wire tape to `out`: `agentrank-run tap`. Returns
@@ -219,4 +219,15 @@ pub async fn conformance_client(url: &str, scenario: &str) -> Result<(), McpErro
     }
     session.close().await?;
     Ok(())
+}
+
+/// A server command with every template resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedLaunch {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The complete environment (the child starts from an empty one).
+    pub env: BTreeMap<String, String>,
+    /// Working directory, if the server needs a scratch one.
+    pub cwd: Option<PathBuf>,
 }

@@ -2,7 +2,7 @@
 //! mode inside the attempt's sandbox, and the port it gets there.
 //!
 //! Such a server listens on the loopback of its sandbox; the runner reaches it through a relay from
-//! its own loopback ([`crate::sandbox::World::expose`]), so the client's URL differs from the one the
+//! its own loopback (the world's `sandbox::World::expose`), so the client's URL differs from the one the
 //! server serves only in host and port.
 
 /// The port a sandboxed HTTP server is given (`{port}`): each attempt has a network of its own, so a

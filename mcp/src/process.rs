@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::roster::ResolvedLaunch;
+use crate::ResolvedLaunch;
 
 /// Bytes of stderr kept (the tail) for diagnostics.
 const STDERR_TAIL: usize = 64 * 1024;
