@@ -12,11 +12,10 @@
 //! | [`roster`] | server configurations, install cache, lock manifest |
 //! | [`sweep`] | running a sweep: lock, plan, gates before budget, attempts, resume, construct extension batches, smoke gate, seal; a sharded sweep's follow-up job and merge check |
 //! | [`mcp`] | the runner's MCP client and the stdio tap (crate `agentrank-mcp`) |
-//! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) |
+//! | [`agents`] | external agent adapters (Claude Code, Codex, the minimal OpenAI/Ollama loop) (crate `agentrank-agents`) |
 //! | [`classify`] | the outcome classifier (Methodology §6.1), one pure function (crate `agentrank-catalog`) |
 //! | [`plan`] | the canonical, content-addressed plan of a sweep |
 
-pub mod agents;
 pub mod attempt;
 pub mod plan;
 pub mod report;
@@ -30,3 +29,5 @@ pub use agentrank_catalog::{catalog, classify, dataset, verify};
 // And the MCP client with its tap, and host-path redaction.
 pub use agentrank_mcp as mcp;
 pub use agentrank_mcp::redact;
+// And the agent adapters.
+pub use agentrank_agents as agents;

@@ -483,7 +483,7 @@ fn install(
     let mut model_failed = false;
     match agentrank_runner::agents::managed::install_for_agents(
         &paths.roster,
-        &roster,
+        &roster.agents,
         &model_agents,
         &agentrank_runner::agents::managed::model_cache_dir(),
         &mut |line| eprintln!("{line}"),

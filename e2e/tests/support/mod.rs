@@ -41,6 +41,7 @@ pub fn agentrank_run() -> PathBuf {
         "catalog/src",
         "world/src",
         "mcp/src",
+        "agents/src",
         "gates/src",
         "schema/src",
     ];

@@ -1106,15 +1106,15 @@ pub fn start_for_agents<'a>(
 /// id is an error) and returns their lock records.
 pub fn install_for_agents(
     roster_dir: &Path,
-    roster: &crate::roster::Roster,
+    agents: &BTreeMap<String, agentrank_schema::roster::AgentConfig>,
     agent_ids: &[String],
     cache: &Path,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<ModelLock>, ManagedError> {
     let mut pins: BTreeMap<String, ModelPin> = BTreeMap::new();
     for id in agent_ids {
-        let Some(agent) = roster.agents.get(id) else {
-            if crate::plan::is_builtin_agent(id) {
+        let Some(agent) = agents.get(id) else {
+            if agentrank_schema::role::is_builtin_agent(id) {
                 continue;
             }
             return Err(ManagedError::Pin {

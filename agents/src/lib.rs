@@ -28,7 +28,11 @@ use agentrank_schema::tape::{EndLine, MetaLine, Plane, TAPE_VERSION, TapeLine, T
 use serde_json::{Value, json};
 
 use crate::classify::{ClassifyInput, HarnessFault, TimeLimit, WireFacts, rate_limit_signal};
-use crate::roster::ResolvedLaunch;
+// What the adapters feed (the classifier's input) and what they drive (the MCP client), at the paths
+// the adapters name them by.
+use crate::mcp::ResolvedLaunch;
+use agentrank_catalog::classify;
+use agentrank_mcp as mcp;
 
 /// The seed's exact system prompt (Methodology, "The exact system prompt"), identical for every agent.
 pub const SYSTEM_PROMPT: &str = "You are being benchmarked. The only tools you have are the tools of the attached MCP server; use them to do the task. If the task cannot be done with these tools, say so. Be concise.\nYour reply MUST end with a final line of exactly one of these forms:\nANSWER: <the requested value only, no extra words>\nANSWER: DONE   (you completed an action and there is no value to report)\nANSWER: FAILED - <one-line reason>   (you could not complete the task: missing capability, error, not found, or refusal)\nNever write DONE for a task you did not complete, and never guess a value you did not observe.";
