@@ -337,10 +337,7 @@ fn check_remote_package(file: &Path, server: &ServerConfig) -> Result<(), Roster
 
 /// The package settings of a PyPI package: no Node settings, exact extra packages.
 fn check_pypi_package(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
-    if server.package.node.is_some()
-        || server.package.ignore_scripts
-        || server.package.playwright_browsers
-    {
+    if server.package.node.is_some() || server.package.ignore_scripts {
         return Err(field_error(
             file,
             "package.node",

@@ -172,8 +172,9 @@ pub struct PackageSpec {
     /// time, for packages that would otherwise run it (over the network) on first use.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub npm_prepare: Vec<String>,
-    /// npm: the package drives Playwright's own browser builds; the install links Playwright's expected
-    /// browser folders to the system Chromium and provides `{playwright_browsers}`.
+    /// npm or PyPI: the package drives Playwright's own browser builds (Playwright for Node or for
+    /// Python, or a fork with the same layout); the install links Playwright's expected browser
+    /// folders to the system Chromium and provides `{playwright_browsers}`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub playwright_browsers: bool,
     /// npm or PyPI: install the package from this local path instead of the registry (an operator's

@@ -299,12 +299,6 @@ fn install_one(
                 "prefix_bin".into(),
                 dir.join("node_modules/.bin").display().to_string(),
             );
-            if server.package.playwright_browsers {
-                context.insert(
-                    "playwright_browsers".into(),
-                    dir.join(PLAYWRIGHT_BROWSERS).display().to_string(),
-                );
-            }
         }
         Registry::Pypi => {
             context.insert("venv".into(), dir.join("venv").display().to_string());
@@ -314,6 +308,12 @@ fn install_one(
             );
         }
         Registry::Remote => {}
+    }
+    if server.package.playwright_browsers {
+        context.insert(
+            "playwright_browsers".into(),
+            dir.join(PLAYWRIGHT_BROWSERS).display().to_string(),
+        );
     }
     if marker.exists() && made_elsewhere(&dir) {
         // A virtual environment names its own path in its scripts: a moved cache cannot run it.
@@ -359,7 +359,13 @@ fn install_one(
             }
             lock
         }
-        Registry::Pypi => install_pypi(server, &dir, from)?,
+        Registry::Pypi => {
+            let lock = install_pypi(server, &dir, from)?;
+            if server.package.playwright_browsers {
+                link_playwright_browsers(&dir, &options.chromium)?;
+            }
+            lock
+        }
         Registry::Remote => remote_lock(server)?,
     };
     if let Some((written, _, sha)) = &local {
@@ -572,17 +578,15 @@ fn install_npm(
 
 /// Creates the folders Playwright looks for (`chromium-<rev>/chrome-linux64/chrome`,
 /// `chromium_headless_shell-<rev>/chrome-headless-shell-linux64/chrome-headless-shell`, with their
-/// completion markers) for every Playwright copy in the install, each linked to the system Chromium.
+/// completion markers) for every Playwright copy in the install (its `browsers.json`, under
+/// `node_modules` for npm and the virtual environment for PyPI), each linked to the system Chromium.
 fn link_playwright_browsers(dir: &Path, chromium: &Path) -> Result<(), InstallError> {
     let root = dir.join(PLAYWRIGHT_BROWSERS);
     std::fs::create_dir_all(&root).map_err(io_err(&root))?;
     let mut manifests = Vec::new();
-    find_files(
-        &dir.join("node_modules"),
-        "browsers.json",
-        &mut manifests,
-        0,
-    );
+    for tree in ["node_modules", "venv"] {
+        find_files(&dir.join(tree), "browsers.json", &mut manifests, 0);
+    }
     let mut linked = 0;
     for manifest in manifests {
         let Ok(text) = std::fs::read_to_string(&manifest) else {
@@ -622,8 +626,9 @@ fn link_playwright_browsers(dir: &Path, chromium: &Path) -> Result<(), InstallEr
     }
     if linked == 0 {
         return Err(InstallError::Lock {
-            file: dir.join("node_modules"),
-            message: "no Playwright browsers.json found to link".into(),
+            file: dir.to_path_buf(),
+            message: "no Playwright browsers.json found to link (under node_modules or venv)"
+                .into(),
         });
     }
     Ok(())
