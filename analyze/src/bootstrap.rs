@@ -33,6 +33,7 @@
 
 use crate::dense::{Dense, DenseDraws, Level};
 pub use crate::design::{Cell, CellId, Design};
+use crate::paired::{PairDifference, board_pairs};
 use crate::rng::{Stream, derive, hash_str};
 use crate::stats::percentile::{quantile_counted, quantile_select};
 use crate::stats::ranking::competition_ranks_into;
@@ -70,6 +71,9 @@ pub struct BootstrapResult {
     pub rank_point: Vec<Vec<u32>>,
     pub rank_interval: Vec<Vec<(u32, u32)>>,
     pub pairs: Vec<PairAgreement>,
+    /// The paired Completion differences of every two rows of each agent's board, from the same
+    /// resamples (headline board only; empty for the sensitivity view and the reference rows).
+    pub pair_differences: Vec<PairDifference>,
     pub resamples: usize,
 }
 
@@ -398,6 +402,9 @@ struct Layout {
     rank_bins: usize,
     /// With `Some(b)`, Completion codes are counted in bins `0..b` (1 + tasks × code scale), else stored.
     code_bins: Option<usize>,
+    /// Each resample's headline Completion of every row is also stored when it is otherwise only
+    /// counted (for the paired differences of two rows, which need both rows' values in one resample).
+    keep_rows: bool,
 }
 
 impl Layout {
@@ -408,9 +415,18 @@ impl Layout {
     fn len(self) -> usize {
         2 * self.pairs
             + match self.code_bins {
+                Some(_) if self.keep_rows => self.rows,
                 Some(_) => 0,
                 None => self.views() * self.rows,
             }
+    }
+    /// Stored column of a row's headline Completion: its own column, or (with `code_bins`) the one
+    /// `keep_rows` adds.
+    fn headline_row(self, row: usize) -> usize {
+        match self.code_bins {
+            Some(_) => 2 * self.pairs + row,
+            None => self.completion(View::Headline, row),
+        }
     }
     /// Histogram bins in all.
     fn bins(self) -> usize {
@@ -1136,6 +1152,9 @@ impl Out<'_> {
     fn completion(&mut self, view: View, row: usize, v: f64) {
         if self.layout.code_bins.is_some() {
             self.count(self.layout.code_bins_of(view, row), v as usize);
+            if self.layout.keep_rows && view == View::Headline {
+                self.set(self.layout.headline_row(row), v);
+            }
         } else {
             self.set(self.layout.completion(view, row), v);
         }
@@ -1316,8 +1335,41 @@ fn summarize_view(
         rank_point,
         rank_interval,
         pairs,
+        pair_differences: Vec::new(),
         resamples: draws.resamples,
     }
+}
+
+/// The paired differences of every agent's board ([`board_pairs`]) from each row's stored headline
+/// Completions (codes divided by tasks × scale, or Completions already).
+fn pair_differences(
+    design: &Design,
+    off: &[usize],
+    scale: Option<u64>,
+    points: &[Vec<f64>],
+    draws: &Draws,
+) -> Vec<PairDifference> {
+    let denom = scale.map(|l| (l * design.tasks.len() as u64) as f64);
+    let mut out = Vec::new();
+    for (a, points) in points.iter().enumerate() {
+        if points.len() < 2 {
+            continue;
+        }
+        let columns: Vec<Vec<f64>> = (off[a]..off[a + 1])
+            .map(|row| {
+                let mut column = Vec::with_capacity(draws.resamples);
+                draws.column_into(draws.layout.headline_row(row), &mut column);
+                if let Some(d) = denom {
+                    for v in column.iter_mut() {
+                        *v /= d;
+                    }
+                }
+                column
+            })
+            .collect();
+        out.extend(board_pairs(a, points, &columns));
+    }
+    out
 }
 
 /// The board rows whose cells differ between two designs of the same shape, and the agents owning them.
@@ -1377,6 +1429,7 @@ fn bootstrap_with(
         sensitivity: sens_plan.is_some(),
         rank_bins: design.servers.iter().map(Vec::len).max().unwrap_or(0) + 1,
         code_bins,
+        keep_rows: agreement,
     };
     let cells16 = distinct.len() <= COUNTING_MAX
         && design
@@ -1454,7 +1507,7 @@ fn bootstrap_with(
             Vec::new(),
         )
     });
-    let headline = summarize_view(
+    let mut headline = summarize_view(
         design,
         &plan.off,
         scale,
@@ -1463,6 +1516,10 @@ fn bootstrap_with(
         View::Headline,
         pair_out,
     );
+    if layout.keep_rows {
+        headline.pair_differences =
+            pair_differences(design, &plan.off, scale, &headline.completion_point, &draws);
+    }
     (headline, sens_result)
 }
 

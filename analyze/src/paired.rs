@@ -1,26 +1,14 @@
 //! Paired differences in Completion between two servers of one board, from the board's own resamples.
 //!
-//! The board's bootstrap ([`crate::bootstrap`]) keeps only what its intervals need (per-row histograms or
-//! columns), not the pairing of two rows inside one resample. This module replays exactly the same draws
-//! for the rows of each agent's board — every draw is keyed by what is drawn (the seed, the category, the
-//! resample, the copy and the cell's attempt ids), so a replay gives the very same numbers — and keeps,
-//! per resample, the difference `Completion(a) − Completion(b)` for every pair of rows `a < b`. The
-//! interval of a difference is its 2.5 and 97.5 percentiles (linear interpolation), like every interval
-//! of the board; `a_ahead` is the share of resamples in which `a`'s Completion is the higher by more than
-//! the ranks' tie tolerance (1e-9).
-//!
-//! One resample, for one agent's board of `S` rows over `T` core tasks:
-//! 1. `key_r = derive(category_key(seed, category), r)`; the task stream `Stream(derive(key_r, 0))` draws
-//!    `T` copies with `below(T)`; copy `j` has the key `derive(key_r, j + 1)`;
-//! 2. for each copy and row, the cell's passes among its `m` attempts drawn with replacement:
-//!    a cell with no attempt counts 0, a cell whose attempts all pass or all fail keeps its rate,
-//!    otherwise the count of the cell's CDF thresholds at most `Stream(copy key XOR cell key).next_u64()`;
-//! 3. a row's Completion is the mean over copies of passes / `m`.
+//! The board's bootstrap ([`crate::bootstrap`]) keeps each resample's headline Completion of every row
+//! of the board, and hands each agent's rows to [`board_pairs`], which keeps, per resample, the
+//! difference `Completion(a) − Completion(b)` for every pair of rows `a < b`. The interval of a
+//! difference is its 2.5 and 97.5 percentiles (linear interpolation), like every interval of the board;
+//! `a_ahead` is the share of resamples in which `a`'s Completion is the higher by more than the ranks'
+//! tie tolerance (1e-9). Nothing is drawn here: the pairs come from the very resamples the board's
+//! intervals and ranks come from.
 
-use crate::bootstrap::{Cell, Design, category_key, point_completion};
-use crate::rng::{Stream, derive};
 use crate::stats::percentile::quantile_select;
-use rayon::prelude::*;
 
 /// Two Completions are tied within this tolerance (the ranks' rule).
 const TIE: f64 = 1e-9;
@@ -43,98 +31,44 @@ pub struct PairDifference {
     pub resamples: usize,
 }
 
-/// Passes / m of one cell for one drawn copy (step 2 of the module doc).
-fn copy_rate(cell: &Cell, copy_key: u64) -> f64 {
-    let m = cell.passes.len();
-    if m == 0 {
-        return 0.0;
-    }
-    if cell.passes_count == 0 || cell.passes_count == m {
-        return cell.rates[cell.passes_count];
-    }
-    let x = Stream::new(copy_key ^ cell.key).next_u64();
-    cell.rates[cell.thresholds.partition_point(|t| *t <= x)]
-}
-
-/// Every row's Completion in resample `r` for one agent's board (`cells[row][task]`).
-fn resample_rows(cells: &[Vec<Cell>], t_n: usize, key: u64, r: usize, out: &mut [f64]) {
-    let key_r = derive(key, r as u64);
-    let mut tasks = Stream::new(derive(key_r, 0));
-    out.fill(0.0);
-    for j in 0..t_n {
-        let t = tasks.below(t_n);
-        let copy_key = derive(key_r, j as u64 + 1);
-        for (row, c) in cells.iter().enumerate() {
-            out[row] += copy_rate(&c[t], copy_key);
-        }
-    }
-    for v in out.iter_mut() {
-        *v /= t_n as f64;
-    }
-}
-
-/// Every row's resampled Completions of one agent's board, resample-major (`draws[r * rows + row]`).
-/// The result does not depend on the number of threads.
-pub fn board_draws(design: &Design, agent: usize, seed: u64, resamples: usize) -> Vec<f64> {
-    let cells = &design.cells[agent];
-    let rows = cells.len();
-    let t_n = design.tasks.len();
-    let mut draws = vec![0.0f64; resamples * rows];
-    if rows == 0 || t_n == 0 {
-        return draws;
-    }
-    let key = category_key(seed, &design.category);
-    draws
-        .par_chunks_mut(rows)
-        .enumerate()
-        .for_each(|(r, out)| resample_rows(cells, t_n, key, r, out));
-    draws
-}
-
-/// The paired difference of every pair of rows on every agent's board of `design`, in the order
-/// (agent, a, b) with `a < b` — the order of the separation rows.
-pub fn paired_differences(design: &Design, seed: u64, resamples: usize) -> Vec<PairDifference> {
+/// The paired difference of every pair of rows `a < b` of agent `agent`'s board, in that order:
+/// `points[row]` is a row's point Completion and `draws[row]` its Completion in each resample, in
+/// resample order (every row the same number of resamples). Pure.
+pub fn board_pairs(agent: usize, points: &[f64], draws: &[Vec<f64>]) -> Vec<PairDifference> {
+    let rows = points.len();
+    let resamples = draws.first().map_or(0, Vec::len);
     let mut out = Vec::new();
-    let all_points = point_completion(design);
-    for (agent, points) in all_points.iter().enumerate() {
-        let cells = &design.cells[agent];
-        let rows = cells.len();
-        if rows < 2 {
-            continue;
-        }
-        let draws = board_draws(design, agent, seed, resamples);
-        let mut diffs = Vec::with_capacity(resamples);
-        for a in 0..rows {
-            for b in (a + 1)..rows {
-                diffs.clear();
-                let mut ahead = 0usize;
-                for r in 0..resamples {
-                    let d = draws[r * rows + a] - draws[r * rows + b];
-                    if d > TIE {
-                        ahead += 1;
-                    }
-                    diffs.push(d);
+    let mut diffs = Vec::with_capacity(resamples);
+    for a in 0..rows {
+        for b in (a + 1)..rows {
+            diffs.clear();
+            let mut ahead = 0usize;
+            for (x, y) in draws[a].iter().zip(&draws[b]) {
+                let d = x - y;
+                if d > TIE {
+                    ahead += 1;
                 }
-                let difference = points[a] - points[b];
-                let ci = quantile_select(&mut diffs, 0.025)
-                    .zip(quantile_select(&mut diffs, 0.975))
-                    .unwrap_or((difference, difference));
-                out.push(PairDifference {
-                    agent,
-                    a,
-                    b,
-                    completion_a: points[a],
-                    completion_b: points[b],
-                    difference,
-                    ci,
-                    a_ahead: if resamples == 0 {
-                        0.0
-                    } else {
-                        ahead as f64 / resamples as f64
-                    },
-                    resamples,
-                });
+                diffs.push(d);
             }
+            let difference = points[a] - points[b];
+            let ci = quantile_select(&mut diffs, 0.025)
+                .zip(quantile_select(&mut diffs, 0.975))
+                .unwrap_or((difference, difference));
+            out.push(PairDifference {
+                agent,
+                a,
+                b,
+                completion_a: points[a],
+                completion_b: points[b],
+                difference,
+                ci,
+                a_ahead: if resamples == 0 {
+                    0.0
+                } else {
+                    ahead as f64 / resamples as f64
+                },
+                resamples,
+            });
         }
     }
     out
@@ -143,6 +77,60 @@ pub fn paired_differences(design: &Design, seed: u64, resamples: usize) -> Vec<P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::{Cell, Design, category_key};
+    use crate::rng::{Stream, derive};
+    use rayon::prelude::*;
+
+    // The replay below draws every resample of one agent's board again, the way the module doc of
+    // `crate::bootstrap` says the board draws it: an independent reference for the board's own draws.
+
+    /// Passes / m of one cell for one drawn copy (step 2 of the module doc).
+    fn copy_rate(cell: &Cell, copy_key: u64) -> f64 {
+        let m = cell.passes.len();
+        if m == 0 {
+            return 0.0;
+        }
+        if cell.passes_count == 0 || cell.passes_count == m {
+            return cell.rates[cell.passes_count];
+        }
+        let x = Stream::new(copy_key ^ cell.key).next_u64();
+        cell.rates[cell.thresholds.partition_point(|t| *t <= x)]
+    }
+
+    /// Every row's Completion in resample `r` for one agent's board (`cells[row][task]`).
+    fn resample_rows(cells: &[Vec<Cell>], t_n: usize, key: u64, r: usize, out: &mut [f64]) {
+        let key_r = derive(key, r as u64);
+        let mut tasks = Stream::new(derive(key_r, 0));
+        out.fill(0.0);
+        for j in 0..t_n {
+            let t = tasks.below(t_n);
+            let copy_key = derive(key_r, j as u64 + 1);
+            for (row, c) in cells.iter().enumerate() {
+                out[row] += copy_rate(&c[t], copy_key);
+            }
+        }
+        for v in out.iter_mut() {
+            *v /= t_n as f64;
+        }
+    }
+
+    /// Every row's resampled Completions of one agent's board, resample-major (`draws[r * rows + row]`).
+    /// The result does not depend on the number of threads.
+    fn board_draws(design: &Design, agent: usize, seed: u64, resamples: usize) -> Vec<f64> {
+        let cells = &design.cells[agent];
+        let rows = cells.len();
+        let t_n = design.tasks.len();
+        let mut draws = vec![0.0f64; resamples * rows];
+        if rows == 0 || t_n == 0 {
+            return draws;
+        }
+        let key = category_key(seed, &design.category);
+        draws
+            .par_chunks_mut(rows)
+            .enumerate()
+            .for_each(|(r, out)| resample_rows(cells, t_n, key, r, out));
+        draws
+    }
     use crate::bootstrap::{CellId, cluster_bootstrap};
     use crate::stats::percentile::quantile_select;
 
@@ -207,10 +195,41 @@ mod tests {
         }
     }
 
+    /// The board's paired differences are those of the replayed draws, to rounding: the board keeps a
+    /// resample's Completion as an exact code where the replay sums rates.
+    #[test]
+    fn the_boards_pairs_are_the_replayed_draws_pairs() {
+        for m in [3usize, 4, 5] {
+            let d = design(5, 9, m);
+            let board = cluster_bootstrap(&d, 17, 2_000);
+            let draws = board_draws(&d, 0, 17, 2_000);
+            let columns: Vec<Vec<f64>> = (0..5)
+                .map(|row| (0..2_000).map(|r| draws[r * 5 + row]).collect())
+                .collect();
+            let replayed = board_pairs(0, &board.completion_point[0], &columns);
+            assert_eq!(board.pair_differences.len(), replayed.len());
+            for (x, y) in board.pair_differences.iter().zip(&replayed) {
+                assert_eq!(
+                    (x.agent, x.a, x.b, x.resamples),
+                    (y.agent, y.a, y.b, y.resamples)
+                );
+                assert_eq!(x.difference, y.difference);
+                assert!(
+                    (x.ci.0 - y.ci.0).abs() < 1e-12 && (x.ci.1 - y.ci.1).abs() < 1e-12,
+                    "m={m} {x:?} vs {y:?}"
+                );
+                assert!(
+                    (x.a_ahead - y.a_ahead).abs() < 1e-12,
+                    "m={m} {x:?} vs {y:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn differences_are_paired_and_antisymmetric_in_order() {
         let d = design(3, 8, 5);
-        let p = paired_differences(&d, 5, 1_000);
+        let p = cluster_bootstrap(&d, 5, 1_000).pair_differences;
         assert_eq!(p.len(), 3);
         assert_eq!((p[0].a, p[0].b), (0, 1));
         for x in &p {
@@ -224,7 +243,7 @@ mod tests {
             .num_threads(1)
             .build()
             .expect("pool");
-        let q = pool.install(|| paired_differences(&d, 5, 1_000));
+        let q = pool.install(|| cluster_bootstrap(&d, 5, 1_000).pair_differences);
         assert_eq!(p, q);
     }
 }

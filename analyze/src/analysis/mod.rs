@@ -168,7 +168,8 @@ fn analyze_category(c: &Category<'_>, global_void: Option<&str>) -> CategoryOutp
         analysis.agreement = Some(agreement_entry);
     }
     let separation = rows::separation_section(c.name, &resampled);
-    let pair_differences = rows::pair_difference_section(c.name, &resampled.design, c.cfg);
+    let pair_differences =
+        rows::pair_difference_section(c.name, &resampled.design, &resampled.boot, c.cfg);
     let latency = rows::latency_section(c);
     let gates = rows::gate_section(c.name, &gates.in_order(), &mut analysis);
     CategoryOutput {

@@ -691,10 +691,11 @@ pub(super) fn separation_section(category: &str, r: &Resampled) -> Vec<Separatio
 pub(super) fn pair_difference_section(
     category: &str,
     design: &Design,
+    boot: &BootstrapResult,
     cfg: &Config,
 ) -> Vec<PairDifferenceRow> {
-    crate::paired::paired_differences(design, cfg.seed, cfg.resamples)
-        .into_iter()
+    boot.pair_differences
+        .iter()
         .map(|p| PairDifferenceRow {
             category: category.to_string(),
             agent: design.agents[p.agent].clone(),
