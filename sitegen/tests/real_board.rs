@@ -1,7 +1,3 @@
-// PENDING: this file becomes sitegen/tests/real_board.rs (and an entry of xtask/tiers.toml's fast
-// tier, with its snippets test in [fast-skip]) once sweeps/real-board.toml has sealed bundles/real-board.
-// Until then it is not a test target: a test of a bundle that does not exist yet could only fail.
-
 //! The committed real board over the whole web-fetch roster (`bundles/real-board`, made by
 //! `sweeps/real-board.toml`): one local model in two agent configurations, prompt mode
 //! (`qwen-coder-local`) and server-constrained tool calls (`qwen-coder-local-tools`). The bundle
