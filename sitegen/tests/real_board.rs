@@ -74,7 +74,10 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
     // mean a reader computes from the role column, every interval an independent bootstrap's.
     for agent in AGENTS {
         let web = headline("web-fetch", agent);
-        let scored: Vec<_> = web.iter().filter(|r| r.status == CompletionStatus::Scored).collect();
+        let scored: Vec<_> = web
+            .iter()
+            .filter(|r| r.status == CompletionStatus::Scored)
+            .collect();
         assert!(
             scored.len() >= 8,
             "{agent}: {} web-fetch servers scored: {web:?}",
@@ -209,11 +212,18 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
             );
         }
     }
+    // One pair of agents can never make the 3 qualifying pairs of Methodology §8.6: the home page and
+    // the agreement page both say the agents do not broadly agree, and the agreement page says why.
     assert!(
-        home.contains("agent pair"),
-        "home says whether the agents agree"
+        home.contains("The agents do not broadly agree: 0 of 1 agent pair qualify"),
+        "home says whether the agents agree: {home}"
     );
     let agreement = text(&page(&out, &paths::agreement("web-fetch")));
+    assert!(
+        agreement.contains("Agents disagree in web-fetch")
+            && agreement.contains("With 1 agent pair here, the rule cannot be met"),
+        "the agreement page's decision: {agreement}"
+    );
     for p in analysis
         .agreement
         .iter()

@@ -27,8 +27,7 @@ pub fn agreement(ix: &Index<'_>, category: &str) -> Result<PageModel, ModelError
     let mut qualifying = 0;
     let mut chart = Vec::new();
     for p in &pairs {
-        let meets = p.servers_spearman.is_some_and(|i| i.low >= 0.5)
-            && p.cells_spearman.is_some_and(|i| i.low >= 0.4);
+        let meets = super::pair_qualifies(p);
         if meets {
             qualifying += 1;
         }
@@ -84,16 +83,30 @@ pub fn agreement(ix: &Index<'_>, category: &str) -> Result<PageModel, ModelError
             ),
         })
         .collect();
-    let broadly_agree = qualifying >= 3;
-    let decision = if broadly_agree {
+    let broadly_agree = qualifying >= super::PAIRS_TO_AGREE;
+    let decision = if pairs.is_empty() {
+        format!(
+            "No agent pairs to compare in {category}: agreement needs at least two ranked agents, and this bundle has fewer here."
+        )
+    } else if broadly_agree {
         format!(
             "Agents broadly agree in {category}: {qualifying} of {} agent pairs have a lower CI bound of at least 0.5 for the server-level Spearman correlation and at least 0.4 for the cell-level one (the pre-registered rule needs 3 of 6).",
             pairs.len()
         )
     } else {
         format!(
-            "Agents disagree in {category}: only {qualifying} of {} agent pairs meet the pre-registered thresholds (lower CI bound ≥ 0.5 for server Completion, ≥ 0.4 for cell pass rates; at least 3 of 6 pairs needed). The pairs that fall short are marked in the table.",
-            pairs.len()
+            "Agents disagree in {category}: only {qualifying} of {} agent pairs meet the pre-registered thresholds (lower CI bound ≥ 0.5 for server Completion, ≥ 0.4 for cell pass rates; at least {} of 6 pairs needed).{} The pairs that fall short are marked in the table.",
+            pairs.len(),
+            super::PAIRS_TO_AGREE,
+            if pairs.len() < super::PAIRS_TO_AGREE {
+                format!(
+                    " With {} agent pair{} here, the rule cannot be met whatever the correlations: the table shows how far each pair goes.",
+                    pairs.len(),
+                    if pairs.len() == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            }
         )
     };
     let chart_svg = interval_svg(

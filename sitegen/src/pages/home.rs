@@ -192,23 +192,18 @@ fn agreement_line(ix: &Index<'_>, category: &str) -> String {
     if pairs.is_empty() {
         return "Agreement between agents needs at least two ranked agents; this bundle has fewer here.".into();
     }
-    let qualifying = pairs
-        .iter()
-        .filter(|p| {
-            p.servers_spearman.is_some_and(|i| i.low >= 0.5)
-                && p.cells_spearman.is_some_and(|i| i.low >= 0.4)
-        })
-        .count();
-    let broadly = qualifying * 2 >= pairs.len();
+    let qualifying = pairs.iter().filter(|p| super::pair_qualifies(p)).count();
+    let broadly = qualifying >= super::PAIRS_TO_AGREE;
     format!(
-        "{} {qualifying} of {} agent pair{} qualify (lower bounds of Spearman ρ at least 0.5 on servers and 0.4 on cells).",
+        "{} {qualifying} of {} agent pair{} qualify (lower bounds of Spearman ρ at least 0.5 on servers and 0.4 on cells; {} pairs needed).",
         if broadly {
             "The agents broadly agree:"
         } else {
             "The agents do not broadly agree:"
         },
         pairs.len(),
-        if pairs.len() == 1 { "" } else { "s" }
+        if pairs.len() == 1 { "" } else { "s" },
+        super::PAIRS_TO_AGREE
     )
 }
 

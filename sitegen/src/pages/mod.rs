@@ -319,6 +319,17 @@ fn group<'a, T, F: Fn(&'a T) -> &'a str>(rows: &'a [T], key: F) -> BTreeMap<&'a 
     m
 }
 
+/// Methodology §8.6: a pair of agents qualifies when the lower CI bounds of its server-Completion
+/// and cell pass-rate Spearman ρ reach 0.5 and 0.4.
+pub(crate) fn pair_qualifies(p: &crate::input::AgreementPair) -> bool {
+    p.servers_spearman.is_some_and(|i| i.low >= 0.5)
+        && p.cells_spearman.is_some_and(|i| i.low >= 0.4)
+}
+
+/// Methodology §8.6: agents "broadly agree" in a category only if at least this many agent pairs
+/// qualify (3 of the 6 pairs four agents make); with fewer pairs the rule cannot be met.
+pub(crate) const PAIRS_TO_AGREE: usize = 3;
+
 pub(crate) fn link(from: &str, to: &str, text: impl Into<String>) -> Link {
     Link {
         href: paths::rel(from, to),
