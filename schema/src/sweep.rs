@@ -239,9 +239,13 @@ impl<'de> Deserialize<'de> for IsolationBackend {
 /// The isolation backend a bundle records (the attempts' `isolation_backend` column, the manifest's):
 /// a backend the runner builds, or `docker`, which bundles sealed before that backend was removed
 /// carry. Serialized as the backend's word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordedBackend {
+    /// The backend sweeps run under unless they name `none`.
+    #[default]
     Netns,
     None,
     /// Removed: no sweep can name it and no runner builds it; older bundles still read.

@@ -108,9 +108,13 @@ pub enum AnswerKind {
 }
 
 /// Which task set the task belongs to (MCPBench: public dev set, private rotating set).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskSet {
+    /// The published set (the default of a reader's catalog file that names none).
+    #[default]
     Dev,
     Private,
 }

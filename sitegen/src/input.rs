@@ -4,10 +4,13 @@
 //! the analysis results are gathered into the plain structs below by the loading edge. Nothing here is
 //! serialized: the on-disk formats belong to the schema crate.
 
+use agentrank_schema::gate::{Gate, GateOutcome, GateStatus};
 use agentrank_schema::records::{
     AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
     ToolCallRecord, VerifierResultRecord,
 };
+use agentrank_schema::sweep::{CredentialContext, RecordedBackend};
+use agentrank_schema::task::{TaskClass, TaskSet, Tier};
 use std::collections::BTreeMap;
 
 /// Everything the site is rendered from.
@@ -35,8 +38,9 @@ pub struct BundleMeta {
     /// When the sweep began (RFC 3339, the manifest's `created_at`; a resumed sweep keeps its first
     /// start; never the build's clock). The manifest records no time of sealing.
     pub started_at: String,
-    pub isolation_backend: String,
-    pub credential_context: String,
+    /// The isolation the attempts ran under (`none` for a bundle marked unisolated).
+    pub isolation_backend: RecordedBackend,
+    pub credential_context: CredentialContext,
     pub plan_hash: String,
     /// The lock manifest: package → exact version or image id.
     pub lock: BTreeMap<String, String>,
@@ -88,10 +92,11 @@ pub struct TaskInput {
     pub version: String,
     pub category: String,
     pub capability: String,
-    pub class: String,
-    pub tier: String,
-    /// `dev` or `private`.
-    pub set: String,
+    /// `None` for a withheld private-set task: the snapshot attests it by id and hash only.
+    pub class: Option<TaskClass>,
+    /// `None` as `class`.
+    pub tier: Option<Tier>,
+    pub set: TaskSet,
     pub rationale: String,
     pub environment: String,
     pub prompt: String,
@@ -126,7 +131,7 @@ pub struct BundleInput {
     pub agents: Vec<AgentInput>,
     pub tasks: Vec<TaskInput>,
     /// Category → capability list (core first, then extended).
-    pub capabilities: BTreeMap<String, Vec<(String, String)>>,
+    pub capabilities: BTreeMap<String, Vec<(String, TaskClass)>>,
     pub attempts: Vec<AttemptRecord>,
     pub tool_calls: Vec<ToolCallRecord>,
     pub verifier_results: Vec<VerifierResultRecord>,
@@ -156,13 +161,12 @@ pub struct Interval {
 }
 
 /// A refusal: the gate that stopped a cell and the numbers it saw.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Refusal {
-    /// `structural`, `leak`, `null-baseline`, `construct`, `smoke`, …
-    pub gate: String,
-    /// The refusal outcome: `KILL`, `INDETERMINATE`, `INSUFFICIENT_SURFACE`, `GATE_FAILED`,
-    /// `COMPROMISED`, `EXTEND_EXHAUSTED`, `DEGENERATE`, `INCOMPLETE`, `VOID`.
-    pub outcome: String,
+    /// The gate that refused; `None` when the analysis refused a cell without naming one.
+    pub gate: Option<Gate>,
+    /// The refusal outcome (`KILL`, `INDETERMINATE`, `INSUFFICIENT_SURFACE`, …); `None` as `gate`.
+    pub outcome: Option<GateOutcome>,
     /// The counts the gate saw, in order (`k`, `n`, null Completions, …).
     pub counts: Vec<(String, String)>,
     pub threshold: Option<f64>,
@@ -172,6 +176,18 @@ pub struct Refusal {
     pub explanation: String,
     /// Attempts behind the gate's numbers.
     pub attempt_ids: Vec<String>,
+}
+
+impl Refusal {
+    /// The gate's word, `unknown` when the analysis named none.
+    pub fn gate_word(&self) -> &'static str {
+        self.gate.map_or("unknown", Gate::as_str)
+    }
+
+    /// The outcome's word, `REFUSED` when the analysis named none.
+    pub fn outcome_word(&self) -> &'static str {
+        self.outcome.map_or("REFUSED", GateOutcome::as_str)
+    }
 }
 
 /// Cost of a cell: measured, or a labelled floor.
@@ -318,14 +334,14 @@ pub struct ConformanceInput {
 }
 
 /// One gate's recorded counts, kept structured for the evidence tables.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GateCounts {
     pub category: String,
     pub agent: Option<String>,
     pub server: Option<String>,
-    pub gate: String,
-    pub status: String,
-    pub outcome: String,
+    pub gate: Gate,
+    pub status: GateStatus,
+    pub outcome: GateOutcome,
     pub counts: serde_json::Value,
     pub attempt_ids: Vec<String>,
 }

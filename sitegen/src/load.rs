@@ -10,8 +10,11 @@ use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
 use agentrank_schema::gate::{Gate, GateStatus};
 use agentrank_schema::manifest::RecordedServerConfig;
+use agentrank_schema::sweep::RecordedBackend;
 use agentrank_schema::table::{Table, read_parquet};
-use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, PrivateAttestation};
+use agentrank_schema::task::{
+    ATTESTATIONS_FILE, AttestationsFile, PrivateAttestation, TaskClass, TaskSet,
+};
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -47,6 +50,24 @@ fn s(v: &Value, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
+}
+
+/// A task's word field of a catalog file (`class`, `tier`, `set`) as its schema type; `None` when the
+/// task has none. A word outside the list is a format error naming the file, the task and the field.
+fn task_word<T: serde::de::DeserializeOwned>(
+    t: &Value,
+    key: &str,
+    path: &Path,
+) -> Result<Option<T>, LoadError> {
+    match t.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| LoadError::Format {
+                path: path.to_path_buf(),
+                message: format!("task `{}`: `{key}`: {e}", s(t, "id")),
+            }),
+    }
 }
 
 fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
@@ -243,7 +264,7 @@ fn model_server(v: &Value) -> Option<String> {
 }
 
 /// Category → (capability, class) pairs.
-type CapabilityLists = BTreeMap<String, Vec<(String, String)>>;
+type CapabilityLists = BTreeMap<String, Vec<(String, TaskClass)>>;
 
 /// Tasks and capability lists from a catalog snapshot directory of TOML files.
 fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadError> {
@@ -268,10 +289,11 @@ fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadErr
         let category = s(&doc, "category");
         if let Some(c) = doc.get("capabilities") {
             let mut list = Vec::new();
-            for class in ["core", "extended"] {
-                for cap in c.get(class).and_then(Value::as_array).into_iter().flatten() {
+            for class in TaskClass::ALL {
+                let listed = c.get(class.as_str()).and_then(Value::as_array);
+                for cap in listed.into_iter().flatten() {
                     if let Some(cap) = cap.as_str() {
-                        list.push((cap.to_string(), class.to_string()));
+                        list.push((cap.to_string(), class));
                     }
                 }
             }
@@ -303,11 +325,9 @@ fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadErr
                     .filter(|c| !c.is_empty())
                     .unwrap_or_else(|| category.clone()),
                 capability: s(t, "capability"),
-                class: s(t, "class"),
-                tier: s(t, "tier"),
-                set: Some(s(t, "set"))
-                    .filter(|c| !c.is_empty())
-                    .unwrap_or_else(|| "dev".into()),
+                class: task_word(t, "class", f)?,
+                tier: task_word(t, "tier", f)?,
+                set: task_word(t, "set", f)?.unwrap_or_default(),
                 rationale: s(t, "rationale"),
                 environment: s(t, "environment"),
                 prompt: s(t, "prompt"),
@@ -338,7 +358,7 @@ fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadErr
             None => tasks.push(TaskInput {
                 id: a.task_id.clone(),
                 version: "1".into(),
-                set: "private".into(),
+                set: TaskSet::Private,
                 attestation: Some(a.sha256.clone()),
                 retired_on: a.retired_on.clone(),
                 ..TaskInput::default()
@@ -346,7 +366,7 @@ fn read_catalog(dir: &Path) -> Result<(Vec<TaskInput>, CapabilityLists), LoadErr
         }
     }
     for t in &mut tasks {
-        if t.set == "private" && t.retired_on.is_none() {
+        if t.set == TaskSet::Private && t.retired_on.is_none() {
             t.withheld = true;
             t.rationale.clear();
             t.environment.clear();
@@ -470,11 +490,11 @@ fn bundle_meta(m: &agentrank_schema::manifest::Manifest) -> BundleMeta {
         schema_version: m.schema_version.clone(),
         started_at: d.created_at.clone(),
         isolation_backend: if d.unisolated {
-            "none".into()
+            RecordedBackend::None
         } else {
-            d.isolation_backend.to_string()
+            d.isolation_backend
         },
-        credential_context: d.credential_context.to_string(),
+        credential_context: d.credential_context,
         plan_hash: d.plan_hash.clone(),
         lock,
         timeout_budgets: d
@@ -536,8 +556,8 @@ fn fill_from_records(t: &mut TaskInput, tables: &agentrank_schema::bundle::Table
         if t.category.is_empty() {
             t.category = a.category.clone();
             t.capability = a.capability.clone();
-            t.class = a.class.to_string();
-            t.tier = a.tier.to_string();
+            t.class = Some(a.class);
+            t.tier = Some(a.tier);
         }
     }
     let leak: Vec<&str> = tables
@@ -653,8 +673,8 @@ pub fn count_text(v: &Value) -> String {
 fn gate_refusal(g: &an::GateRow) -> Refusal {
     let counts: BTreeMap<String, Value> = serde_json::from_str(&g.counts_json).unwrap_or_default();
     Refusal {
-        gate: g.gate.to_string(),
-        outcome: g.outcome.to_string(),
+        gate: Some(g.gate),
+        outcome: Some(g.outcome),
         counts: counts
             .into_iter()
             .map(|(k, v)| {
@@ -873,16 +893,15 @@ fn cell_refusal(r: &an::CompletionRow, gates: &[an::GateRow]) -> Refusal {
     match g {
         Some(g) => gate_refusal(g),
         None => Refusal {
-            gate: r
-                .refusal_gate
-                .map_or_else(|| "unknown".into(), |g| g.to_string()),
-            outcome: r
-                .refusal_outcome
-                .map_or_else(|| "REFUSED".into(), |o| o.to_string()),
+            gate: r.refusal_gate,
+            outcome: r.refusal_outcome,
+            counts: Vec::new(),
+            threshold: None,
+            alpha: None,
+            p_value: None,
             reason: "no_gate_record".into(),
             explanation: "The analysis refused this cell but recorded no gate row for it.".into(),
             attempt_ids: r.attempt_ids.clone(),
-            ..Refusal::default()
         },
     }
 }
@@ -1023,9 +1042,9 @@ fn gate_counts(gates: &[an::GateRow]) -> Vec<GateCounts> {
             category: g.category.clone(),
             agent: g.agent.clone(),
             server: g.server.clone(),
-            gate: g.gate.to_string(),
-            status: g.status.to_string(),
-            outcome: g.outcome.to_string(),
+            gate: g.gate,
+            status: g.status,
+            outcome: g.outcome,
             counts: serde_json::from_str(&g.counts_json).unwrap_or(Value::Null),
             attempt_ids: g.attempt_ids.clone(),
         })
@@ -1066,6 +1085,51 @@ pub fn load_content(dir: &Path) -> Result<BTreeMap<String, String>, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A catalog snapshot's class, tier and set are read as their schema words; a task without a
+    /// set is in the published set; a word outside the list is refused with the file, the task and
+    /// the field, and the list it should come from.
+    #[test]
+    fn catalog_words_are_typed_and_a_wrong_word_names_its_task() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("web-fetch.toml");
+        let write = |class: &str| {
+            fs::write(
+                &file,
+                format!(
+                    "category = \"web-fetch\"\n[capabilities]\ncore = [\"fetch\"]\nextended = [\"js\"]\n\
+                     [[task]]\nid = \"wf-a\"\nclass = \"{class}\"\ntier = \"basic\"\n\
+                     [[task]]\nid = \"wf-b\"\nclass = \"extended\"\ntier = \"edge\"\nset = \"private\"\nretired_on = \"2026-01-01\"\n"
+                ),
+            )
+            .expect("write catalog");
+        };
+        write("core");
+        let (tasks, caps) = read_catalog(dir.path()).expect("read");
+        assert_eq!(tasks[0].class, Some(TaskClass::Core));
+        assert_eq!(tasks[0].tier, Some(agentrank_schema::task::Tier::Basic));
+        assert_eq!(tasks[0].set, TaskSet::Dev);
+        assert_eq!(tasks[1].set, TaskSet::Private);
+        assert!(!tasks[1].withheld, "a retired private task is published");
+        assert_eq!(
+            caps["web-fetch"],
+            [
+                ("fetch".to_string(), TaskClass::Core),
+                ("js".to_string(), TaskClass::Extended)
+            ]
+        );
+        write("sideways");
+        let err = read_catalog(dir.path())
+            .expect_err("an unknown class")
+            .to_string();
+        assert!(
+            err.contains("web-fetch.toml")
+                && err.contains("task `wf-a`: `class`")
+                && err.contains("sideways")
+                && err.contains("core"),
+            "{err}"
+        );
+    }
 
     fn config(package: Value, launch: Value) -> RecordedServerConfig {
         RecordedServerConfig::from_manifest_value(&serde_json::json!({

@@ -217,7 +217,11 @@ fn the_compare_page_agrees_with_an_independent_paired_bootstrap_and_power_calcul
         let mut v: Vec<String> = b
             .tasks
             .iter()
-            .filter(|t| t.class == "core" && t.category == "web-fetch" && t.quarantined.is_none())
+            .filter(|t| {
+                t.class == Some(agentrank_schema::task::TaskClass::Core)
+                    && t.category == "web-fetch"
+                    && t.quarantined.is_none()
+            })
             .map(|t| t.id.clone())
             .collect();
         v.sort();

@@ -353,7 +353,7 @@ fn private_task_text_in_a_catalog_snapshot_is_never_published() {
         .bundle
         .tasks
         .iter()
-        .filter(|t| t.set == "private")
+        .filter(|t| t.set == agentrank_schema::task::TaskSet::Private)
         .collect();
     assert!(!private.is_empty());
     for t in &private {
@@ -531,7 +531,7 @@ fn an_attested_task_without_attempts_makes_no_nameless_category() {
         .push(agentrank_sitegen::input::TaskInput {
             id: "wf-private-unrun".into(),
             version: "1".into(),
-            set: "private".into(),
+            set: agentrank_schema::task::TaskSet::Private,
             attestation: Some("ab".repeat(32)),
             withheld: true,
             ..Default::default()

@@ -377,7 +377,7 @@ fn board_chart(
                 c.and_then(|c| c.refusal.as_ref()),
                 c.and_then(|c| c.baseline),
             ) {
-                (Some(r), _) => format!("refused: {}", r.outcome),
+                (Some(r), _) => format!("refused: {}", r.outcome_word()),
                 (None, Some(b)) => format!("baseline {} (not ranked)", pct(b)),
                 (None, None) => "no number".into(),
             },
@@ -478,11 +478,11 @@ fn agent_chips(ix: &Index<'_>, agent: &AgentInput) -> Vec<Chip> {
         },
         Chip {
             label: "Isolation".into(),
-            value: visible(&m.isolation_backend),
+            value: visible(m.isolation_backend.as_str()),
         },
         Chip {
             label: "Credentials".into(),
-            value: visible(&m.credential_context),
+            value: visible(m.credential_context.as_str()),
         },
         Chip {
             label: "Timeout budget".into(),

@@ -10,6 +10,7 @@ use crate::paths;
 use crate::text::{pct, visible};
 use crate::view::*;
 use agentrank_schema::records::{AttemptRecord, ProbeKind, ProbeRecord, ToolCallStatus};
+use agentrank_schema::task::TaskClass;
 use std::collections::BTreeMap;
 
 /// The page behind one board cell: every attempt, per task, and how each attribute was computed.
@@ -25,8 +26,14 @@ pub fn cell(ix: &Index<'_>, category: &str, agent: &str, s: &ServerInput) -> Pag
             .unwrap_or(&empty)
     };
     let c = ix.cells.get(&(category, agent, s.id.as_str())).copied();
-    let core = task_rows(ix, &path, (category, agent, s), attempts, "core");
-    let extended = task_rows(ix, &path, (category, agent, s), attempts, "extended");
+    let core = task_rows(ix, &path, (category, agent, s), attempts, TaskClass::Core);
+    let extended = task_rows(
+        ix,
+        &path,
+        (category, agent, s),
+        attempts,
+        TaskClass::Extended,
+    );
     let probe_attempts = probe_attempt_rows(ix, &path, attempts);
     let null_attempts = null_attempt_rows(
         &path,
@@ -127,11 +134,11 @@ fn task_rows(
     path: &str,
     (category, agent, s): (&str, &str, &ServerInput),
     attempts: &[&AttemptRecord],
-    class: &str,
+    class: TaskClass,
 ) -> Vec<CellTaskRow> {
     ix.tasks_in(category)
         .iter()
-        .filter(|t| t.class == class)
+        .filter(|t| t.class == Some(class))
         .map(|t| {
             let mine: Vec<&AttemptRecord> = attempts
                 .iter()

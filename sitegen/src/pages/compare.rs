@@ -10,6 +10,7 @@ use crate::paths;
 use crate::text::{pct, visible};
 use crate::view::{Chip, Link};
 use agentrank_schema::records::AttemptRecord;
+use agentrank_schema::task::TaskClass;
 use serde::Serialize;
 
 /// One core task's pass rates on both servers and their difference.
@@ -192,7 +193,7 @@ pub fn compare(ix: &Index<'_>, p: &PairComparison) -> PageModel {
     let core: Vec<_> = ix
         .tasks_in(category)
         .into_iter()
-        .filter(|t| t.class == "core" && t.quarantined.is_none())
+        .filter(|t| t.class == Some(TaskClass::Core) && t.quarantined.is_none())
         .collect();
     let mut tasks = Vec::new();
     let (mut a_up, mut b_up, mut ties, mut sum, mut counted) = (0, 0, 0, 0.0, 0usize);

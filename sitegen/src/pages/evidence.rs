@@ -9,6 +9,7 @@ use crate::pages::{Index, link};
 use crate::paths;
 use crate::text::visible;
 use crate::view::{Chip, EvidenceBlock, EvidenceTable};
+use agentrank_schema::gate::Gate;
 use agentrank_schema::records::ToolCallStatus;
 use serde_json::Value;
 
@@ -188,7 +189,7 @@ pub fn block(ix: &Index<'_>, from: &str, index: usize, g: &GateCounts) -> Eviden
             .unwrap_or(ORDER.len())
     });
     let mut tape = Vec::new();
-    if g.gate == "construct" {
+    if g.gate == Gate::Construct {
         let r = tape_reading(ix, &g.attempt_ids);
         tape = vec![
             Chip {
@@ -219,15 +220,15 @@ pub fn block(ix: &Index<'_>, from: &str, index: usize, g: &GateCounts) -> Eviden
         heading: format!(
             "{} · {}{}",
             visible(&g.category),
-            visible(&g.gate),
+            visible(g.gate.as_str()),
             if subject.is_empty() {
                 String::new()
             } else {
                 format!(" · {}", subject.join(" · "))
             }
         ),
-        status: visible(&g.status),
-        outcome: visible(&g.outcome),
+        status: visible(g.status.as_str()),
+        outcome: visible(g.outcome.as_str()),
         counts,
         tables,
         tape,
@@ -252,7 +253,7 @@ pub fn blocks(ix: &Index<'_>, from: &str) -> Vec<EvidenceBlock> {
         .analysis
         .gate_counts
         .iter()
-        .filter(|g| g.gate != "coverage")
+        .filter(|g| g.gate != Gate::Coverage)
         .enumerate()
         .map(|(i, g)| block(ix, from, i, g))
         .collect()
@@ -262,6 +263,7 @@ pub fn blocks(ix: &Index<'_>, from: &str) -> Vec<EvidenceBlock> {
 mod tests {
     use super::*;
     use crate::input::SiteInput;
+    use agentrank_schema::gate::{GateOutcome, GateStatus};
 
     #[test]
     fn the_construct_ledger_is_a_table_with_the_registered_sample_first() {
@@ -270,9 +272,10 @@ mod tests {
         let g = GateCounts {
             category: "web-fetch".into(),
             server: Some("ref".into()),
-            gate: "construct".into(),
-            status: "REFUSED".into(),
-            outcome: "GATE_FAILED".into(),
+            agent: None,
+            gate: Gate::Construct,
+            status: GateStatus::Refused,
+            outcome: GateOutcome::GateFailed,
             counts: serde_json::json!({
                 "successes": 40, "trials": 47, "errors": 1, "error_share": 0.0208,
                 "batches_used": 1, "max_batches": 2, "power": 0.61, "wilson_lo": 0.72,
@@ -283,7 +286,7 @@ mod tests {
                      "pooled_errors": 1, "raw": "FAIL", "published": "FAIL"}
                 ]
             }),
-            ..GateCounts::default()
+            attempt_ids: Vec::new(),
         };
         let b = block(&ix, "controls.html", 3, &g);
         assert_eq!(b.id, "evidence-3");

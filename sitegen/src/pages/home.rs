@@ -63,8 +63,8 @@ pub fn home(ix: &Index<'_>) -> PageModel {
                     "controls.html",
                     format!(
                         "Refused: {} (gate {})",
-                        visible(&r.outcome),
-                        visible(&r.gate)
+                        visible(r.outcome_word()),
+                        visible(r.gate_word())
                     ),
                 ),
                 reason: visible(first_sentence(&r.explanation)),
@@ -146,11 +146,11 @@ pub fn home(ix: &Index<'_>) -> PageModel {
         },
         Chip {
             label: "Isolation".into(),
-            value: visible(&m.isolation_backend),
+            value: visible(m.isolation_backend.as_str()),
         },
         Chip {
             label: "Credentials".into(),
-            value: visible(&m.credential_context),
+            value: visible(m.credential_context.as_str()),
         },
         Chip {
             label: "Attempts".into(),
@@ -268,7 +268,7 @@ fn home_board(
                         from,
                         &cell_path,
                         "refusal",
-                        format!("Refused: {}", visible(&r.outcome)),
+                        format!("Refused: {}", visible(r.outcome_word())),
                     ),
                     String::new(),
                     crate::chart::inline_bar(None),

@@ -416,7 +416,7 @@ pub fn common(input: &SiteInput, path: &str, title: &str, description: &str) -> 
             .base_url
             .as_ref()
             .map(|b| format!("{}/{}", b.trim_end_matches('/'), path)),
-        unisolated: m.isolation_backend == "none",
+        unisolated: m.isolation_backend == agentrank_schema::sweep::RecordedBackend::None,
     }
 }
 
@@ -424,13 +424,13 @@ pub fn common(input: &SiteInput, path: &str, title: &str, description: &str) -> 
 pub fn refusal_view(ix: &Index<'_>, r: &Refusal, evidence: Link) -> RefusalView {
     let opt = |x: Option<f64>| x.map(num3).unwrap_or_else(|| "not applicable".into());
     RefusalView {
-        tape: if r.gate == "construct" {
+        tape: if r.gate == Some(agentrank_schema::gate::Gate::Construct) {
             crate::pages::evidence::tape_reading(ix, &r.attempt_ids).sentence()
         } else {
             String::new()
         },
-        gate: visible(&r.gate),
-        outcome: visible(&r.outcome),
+        gate: visible(r.gate_word()),
+        outcome: visible(r.outcome_word()),
         counts: r
             .counts
             .iter()

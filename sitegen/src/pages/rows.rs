@@ -17,7 +17,7 @@ pub(super) fn capability_rows(ix: &Index<'_>, s: &ServerInput) -> Vec<Capability
                     let tools = s.capability_map.get(cap).cloned().unwrap_or_default();
                     CapabilityRow {
                         capability: visible(cap),
-                        class: visible(class),
+                        class: class.as_str().into(),
                         advertised: !tools.is_empty(),
                         tools: if tools.is_empty() {
                             "not advertised".into()
@@ -77,7 +77,7 @@ pub(super) fn task_result_rows(
         .iter()
         .map(|t| ServerTaskRow {
             task: link(from, &paths::task(&t.id), visible(&t.id)),
-            class: visible(&t.class),
+            class: visible(t.class.map_or("", |c| c.as_str())),
             results: agents
                 .iter()
                 .map(|a| {

@@ -23,15 +23,15 @@ pub fn task(ix: &Index<'_>, t: &TaskInput) -> PageModel {
         },
         Chip {
             label: "Class".into(),
-            value: visible(&t.class),
+            value: visible(t.class.map_or("", |c| c.as_str())),
         },
         Chip {
             label: "Tier".into(),
-            value: visible(&t.tier),
+            value: visible(t.tier.map_or("", |c| c.as_str())),
         },
         Chip {
             label: "Set".into(),
-            value: visible(&t.set),
+            value: visible(t.set.as_str()),
         },
         Chip {
             label: "Answer kind".into(),
