@@ -87,9 +87,21 @@ fn roster_with_pin(dir: &Path, pin: &str) -> PathBuf {
 
 const PIN_FILE: &str = "qwen2.5-coder-1.5b.toml";
 
+/// The sweep workers a pin is measured with: one per model slot, and at least two (a worker
+/// prepares its next attempt while the other waits on the model), as the pin's comment says the
+/// real sweeps run it.
+fn workers_for(pin: &str) -> u32 {
+    let value: toml::Value = toml::from_str(pin).expect("the model pin parses");
+    let slots = value
+        .get("slots")
+        .and_then(toml::Value::as_integer)
+        .expect("the model pin's `slots`");
+    u32::try_from(slots).expect("slots fits").max(2)
+}
+
 /// Runs the benchmark sweep with a roster; returns the sealed bundle and the sweep's wall time in
 /// seconds.
-fn sweep(dir: &Path, roster: &Path, tasks: usize) -> (PathBuf, f64) {
+fn sweep(dir: &Path, roster: &Path, tasks: usize, jobs: u32) -> (PathBuf, f64) {
     let exe = env!("CARGO_BIN_EXE_agentrank-run");
     run(
         Command::new(exe)
@@ -132,7 +144,7 @@ fn sweep(dir: &Path, roster: &Path, tasks: usize) -> (PathBuf, f64) {
             .arg(dir.join("out"))
             .arg("--cache")
             .arg(cache())
-            .args(["--jobs", "2"]),
+            .args(["--jobs", &jobs.to_string()]),
         "agentrank-run sweep",
     );
     (PathBuf::from(bundle), started.elapsed().as_secs_f64())
@@ -362,16 +374,18 @@ fn main() {
         roster_with_pin(&tmp.path().join("current"), &current_pin),
     ];
     let labels = ["baseline", "current"];
+    let workers = [workers_for(baseline_pin), workers_for(&current_pin)];
     let mut figures = [Figures::new(), Figures::new()];
     println!(
-        "local model benchmark: {AGENT}, {tasks} tasks per sweep, {rounds} sweeps per pin, alternating"
+        "local model benchmark: {AGENT}, {tasks} tasks per sweep, {rounds} sweeps per pin, alternating; workers: baseline {}, current {}",
+        workers[0], workers[1]
     );
     for round in 0..rounds {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let dir = tmp.path().join(format!("{}-{round}", labels[i]));
             std::fs::create_dir_all(&dir).expect("sweep dir");
-            let (bundle, wall) = sweep(&dir, &rosters[i], tasks);
+            let (bundle, wall) = sweep(&dir, &rosters[i], tasks, workers[i]);
             figures[i].add_bundle(&bundle, Some(wall));
             println!(
                 "  sweep {} of {}: {} pin, {:.0} s",
