@@ -1,7 +1,7 @@
 //! The classifier's nine classes and their precedence (Methodology §6.1): every class is reachable, and
 //! each beats every class after it when all their conditions hold at once.
 
-use agentrank_runner::classify::{ClassifyInput, HarnessFault, TimeLimit, classify};
+use agentrank_catalog::classify::{ClassifyInput, HarnessFault, TimeLimit, classify};
 use agentrank_schema::outcome::OutcomeClass;
 
 /// An input in which the conditions of `class` and of every class after it hold.

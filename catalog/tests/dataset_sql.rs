@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentrank_runner::dataset::{Dataset, sql};
+use agentrank_catalog::dataset::{Dataset, sql};
 use agentrank_schema::task::Engine;
 
 #[test]

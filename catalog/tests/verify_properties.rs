@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentrank_runner::catalog::rng::Rng;
-use agentrank_runner::verify::evaluate;
+use agentrank_catalog::catalog::rng::Rng;
+use agentrank_catalog::verify::evaluate;
 use agentrank_schema::fixture::{FixtureLog, Listener, RequestRecord};
 use agentrank_schema::predicate::{
     EvaluationMode, NodeOutcome, ObservedDatabase, ObservedState, ObservedToolResult, Predicate,

@@ -9,10 +9,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::Duration;
 
-use agentrank_runner::catalog::{load_catalog_dir, render_task};
-use agentrank_runner::fixture_host::FixtureHost;
+use agentrank_catalog::catalog::{load_catalog_dir, render_task};
 use agentrank_schema::fixture::{Behaviour, Method};
 use agentrank_schema::task::{Binding, Category, Environment};
+use agentrank_world::fixture_host::FixtureHost;
 
 struct Reply {
     status: u16,

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agentrank_runner::catalog::lint::{LintOptions, lint, lint_catalog};
-use agentrank_runner::catalog::{CatalogError, load_catalog_dir, parse_catalog};
+use agentrank_catalog::catalog::lint::{LintOptions, lint, lint_catalog};
+use agentrank_catalog::catalog::{CatalogError, load_catalog_dir, parse_catalog};
 
 fn tasks_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks")
@@ -35,7 +35,7 @@ fn lint_edited(name: &str, edit: impl Fn(&str) -> String) -> String {
         }
     }
     let report = lint(
-        &agentrank_runner::catalog::Catalog { files },
+        &agentrank_catalog::catalog::Catalog { files },
         &LintOptions {
             seeds: 5,
             ..Default::default()
@@ -226,7 +226,7 @@ fn lint_fails_on_structure_problems() {
 
 #[test]
 fn lint_reports_two_seeds_that_collide() {
-    use agentrank_runner::catalog::lint::seed_collisions;
+    use agentrank_catalog::catalog::lint::seed_collisions;
     let hashes = vec![
         (0u64, "a".to_owned()),
         (1, "b".to_owned()),

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use agentrank_runner::catalog::{
+use agentrank_catalog::catalog::{
     Catalog, canonical_json, instance_sha256, load_catalog_dir, render_probe, render_task,
 };
 use agentrank_schema::task::{Category, Environment, TaskClass, Tier};

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agentrank_runner::catalog::{Catalog, load_catalog_dir, render_task};
-use agentrank_runner::verify::{column_equals_sql, evaluate, row_exists_sql};
+use agentrank_catalog::catalog::{Catalog, load_catalog_dir, render_task};
+use agentrank_catalog::verify::{column_equals_sql, evaluate, row_exists_sql};
 use agentrank_schema::fixture::{FixtureLog, FormSubmission, Listener, RequestRecord};
 use agentrank_schema::predicate::{
     EvaluationMode, ObservedDatabase, ObservedState, ObservedToolResult, Predicate,
