@@ -122,15 +122,16 @@ pub(crate) fn staged_attempts(
     Ok(out)
 }
 
+/// A one-cell sweep and its slots, for the tests of the cell rule here and in `scale_out`.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use OutcomeClass::{Fail, HarnessError, Pass};
+pub(crate) mod fixtures {
+    use agentrank_schema::sweep::{PlannedAttempt, SlotKind, SweepConfig};
 
-    fn sweep(rule: &str) -> SweepConfig {
+    /// A sweep of the reference agent on one web-fetch server under `rule` (`single`, `adaptive`).
+    pub(crate) fn sweep(rule: &str) -> SweepConfig {
         toml::from_str(&format!(
             r#"
-sweep_id = "policy-test"
+sweep_id = "cell-rule-test"
 seed = 3
 agents = ["reference"]
 attempts = "{rule}"
@@ -142,7 +143,8 @@ servers = ["mcp-server-fetch"]
         .expect("sweep")
     }
 
-    fn slots(n: u32) -> Vec<PlannedAttempt> {
+    /// `n` scored slots of one cell, `a0`, `a1`, …
+    pub(crate) fn slots(sweep: &SweepConfig, n: u32) -> Vec<PlannedAttempt> {
         (0..n)
             .map(|i| PlannedAttempt {
                 attempt_id: format!("a{i}"),
@@ -155,10 +157,17 @@ servers = ["mcp-server-fetch"]
                 task_id: "wf-heading".into(),
                 task_version: "1".into(),
                 attempt_index: i,
-                seed: 0,
+                seed: crate::plan::derive_seed(sweep.seed, &format!("a{i}")),
             })
             .collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{slots, sweep};
+    use super::*;
+    use OutcomeClass::{Fail, HarnessError, Pass};
 
     /// Feeds `outcomes` to a cell's policy in turn; returns the (attempt id, re-run, re-run of) of
     /// every attempt it asked for, and whether the cell was done after the last one.
@@ -188,7 +197,7 @@ servers = ["mcp-server-fetch"]
     #[test]
     fn two_agreeing_headline_results_end_an_adaptive_cell() {
         let adaptive = sweep("adaptive");
-        let owned = slots(adaptive.attempts.max_attempts());
+        let owned = slots(&adaptive, adaptive.attempts.max_attempts());
         let cell: Vec<&PlannedAttempt> = owned.iter().collect();
         let (asked, done) = drive(&adaptive, &cell, &[Pass, Pass]);
         assert_eq!(ids(&asked), ["a0", "a1"]);
@@ -201,7 +210,7 @@ servers = ["mcp-server-fetch"]
     #[test]
     fn a_rerun_class_is_run_again_under_the_reruns_id_up_to_max_reruns() {
         let adaptive = sweep("adaptive");
-        let owned = slots(adaptive.attempts.max_attempts());
+        let owned = slots(&adaptive, adaptive.attempts.max_attempts());
         let cell: Vec<&PlannedAttempt> = owned.iter().collect();
         let chain = attempt_chain(&adaptive, cell[0]);
         assert_eq!(chain.len(), MAX_RERUNS as usize + 1);
@@ -228,7 +237,7 @@ servers = ["mcp-server-fetch"]
     #[test]
     fn a_single_cell_is_done_after_its_one_slot() {
         let single = sweep("single");
-        let owned = slots(1);
+        let owned = slots(&single, 1);
         let cell: Vec<&PlannedAttempt> = owned.iter().collect();
         let (asked, done) = drive(&single, &cell, &[Fail]);
         assert_eq!(ids(&asked), ["a0"]);

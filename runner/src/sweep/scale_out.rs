@@ -301,40 +301,8 @@ pub fn run_construct_followup(
 
 #[cfg(test)]
 mod tests {
+    use super::super::policy::fixtures::{slots, sweep};
     use super::*;
-
-    fn sweep(rule: &str) -> SweepConfig {
-        toml::from_str(&format!(
-            r#"
-sweep_id = "scale-out-test"
-seed = 3
-agents = ["reference"]
-attempts = "{rule}"
-[[categories]]
-category = "web-fetch"
-servers = ["mcp-server-fetch"]
-"#
-        ))
-        .expect("sweep")
-    }
-
-    fn slots(sweep: &SweepConfig, n: u32) -> Vec<PlannedAttempt> {
-        (0..n)
-            .map(|i| PlannedAttempt {
-                attempt_id: format!("a{i}"),
-                kind: SlotKind::Scored,
-                category: "web-fetch".into(),
-                server_id: "mcp-server-fetch".into(),
-                server_version: "1".into(),
-                agent_id: "reference".into(),
-                model_id: String::new(),
-                task_id: "wf-heading".into(),
-                task_version: "1".into(),
-                attempt_index: i,
-                seed: crate::plan::derive_seed(sweep.seed, &format!("a{i}")),
-            })
-            .collect()
-    }
 
     /// The cell rule a shard runs by: two agreeing results end an adaptive cell; a re-run class is run
     /// again under the re-run's own id; an unstaged slot is what is left to run.
