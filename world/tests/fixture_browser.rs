@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use agentrank_runner::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
+use agentrank_world::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 
 fn get(path: &str, response: Response) -> Route {
     Route {

@@ -5,10 +5,10 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentrank_runner::fixture_host::FixtureHost;
 use agentrank_schema::fixture::{
     Behaviour, FixtureSite, Listener, LoopbackCanary, Method, Response, Route, SessionCookie,
 };
+use agentrank_world::fixture_host::FixtureHost;
 
 fn get(path: &str, behaviour: Behaviour) -> Route {
     Route {

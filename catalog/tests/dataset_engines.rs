@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentrank_runner::catalog::{load_catalog_dir, render_task};
-use agentrank_runner::dataset::client::{Target, observe, run_ground_truth, snapshot_all};
-use agentrank_runner::dataset::{Dataset, sql};
-use agentrank_runner::sidecar::{DbServer as SidecarEngine, Sidecar, SidecarConfig};
-use agentrank_runner::verify::{database_needs, evaluate};
+use agentrank_catalog::catalog::{load_catalog_dir, render_task};
+use agentrank_catalog::dataset::client::{Target, observe, run_ground_truth, snapshot_all};
+use agentrank_catalog::dataset::{Dataset, sql};
+use agentrank_catalog::verify::{database_needs, evaluate};
 use agentrank_schema::predicate::{EvaluationMode, ObservedState};
 use agentrank_schema::task::{Binding, Category, Engine, Environment};
+use agentrank_world::sidecar::{DbServer as SidecarEngine, Sidecar, SidecarConfig};
 
 const SEEDS: u64 = 20;
 

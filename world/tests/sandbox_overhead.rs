@@ -8,11 +8,11 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentrank_runner::sandbox::{
+use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
+use agentrank_world::sandbox::{
     DatabaseLink, IsolationBackend, Limits, ServerCommand, World, WorldSpec,
 };
-use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
-use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
+use agentrank_world::sidecar::{DbServer, Sidecar, SidecarConfig};
 
 fn attempts() -> usize {
     std::env::var("AGENTRANK_BENCH_ATTEMPTS")

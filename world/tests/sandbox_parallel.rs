@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
 
-use agentrank_runner::sandbox::{
+use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
+use agentrank_world::sandbox::{
     DatabaseLink, IsolationBackend, Limits, ServerCommand, World, WorldSpec,
 };
-use agentrank_runner::sidecar::{DbServer, Sidecar, SidecarConfig};
-use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
+use agentrank_world::sidecar::{DbServer, Sidecar, SidecarConfig};
 
 fn site(code: &str) -> FixtureSite {
     FixtureSite::new(vec![Route {

@@ -8,10 +8,10 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentrank_runner::sandbox::{
+use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
+use agentrank_world::sandbox::{
     DB_ADDR, FIXTURE_ADDR, IsolationBackend, Limits, ServerCommand, World, WorldSpec,
 };
-use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
 
 fn site(code: &str) -> FixtureSite {
     let mut site = FixtureSite::new(vec![Route {
@@ -403,7 +403,7 @@ fn killing_the_runner_kills_the_sandbox() {
     let child_pid = runner_pid;
     let name = format!("ar{child_pid}x0");
     let netns = std::path::Path::new("/run/netns").join(&name);
-    let swept = agentrank_runner::sandbox::netns::sweep_stale();
+    let swept = agentrank_world::sandbox::netns::sweep_stale();
     eprintln!("stale worlds swept here: {swept}");
     assert!(!netns.exists(), "stale namespace not swept");
     assert!(

@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use agentrank_runner::sidecar::{
+use agentrank_world::sidecar::{
     DatabaseAccess, DbServer, POSTGRES_BIN_DIR, Sidecar, SidecarConfig,
 };
 

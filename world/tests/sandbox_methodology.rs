@@ -2,8 +2,8 @@
 //! every entry of the netns backend's real mount list with its access (and nothing else), and the
 //! page states the user, home, addresses and limits the code uses. Page and code cannot drift.
 
-use agentrank_runner::sandbox::netns::{INNER_UID, MountKind, mounts};
-use agentrank_runner::sandbox::{DB_ADDR, FIXTURE_ADDR, Limits, SANDBOX_HOME, ServerCommand};
+use agentrank_world::sandbox::netns::{INNER_UID, MountKind, mounts};
+use agentrank_world::sandbox::{DB_ADDR, FIXTURE_ADDR, Limits, SANDBOX_HOME, ServerCommand};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

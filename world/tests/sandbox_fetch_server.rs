@@ -12,8 +12,8 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agentrank_runner::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
+use agentrank_world::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
 use serde_json::{Value, json};
 
 const FETCH_SERVER: &str = "mcp-server-fetch==2026.10.24";
