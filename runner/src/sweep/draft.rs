@@ -16,14 +16,10 @@ use agentrank_schema::sweep::{AttemptRule, Plan, PlanFile};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The commit this runner was built from (`runner/build.rs`), `unknown` when it was built outside a
+/// git checkout; not the commit of the directory it runs in.
 pub(super) fn git_commit() -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    env!("AGENTRANK_BUILD_COMMIT").to_string()
 }
 
 pub(super) fn environment_fingerprint(backend: IsolationBackend) -> BTreeMap<String, String> {
@@ -351,4 +347,55 @@ pub(super) fn record_reported_models(staging: &Staging) -> Result<(), SweepError
     }
     staging.replace_draft(&draft)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The manifest's runner commit is the checkout's HEAD when the runner was built (Cargo builds
+    /// it again when HEAD moves), whatever directory the runner later runs in.
+    #[test]
+    fn the_recorded_commit_is_the_commit_the_runner_was_built_from() {
+        let head = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        // Asked from a directory outside any checkout, as an operator's runner may run.
+        let elsewhere = tempfile::tempdir().expect("tmp");
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--ignored",
+                "--exact",
+                "sweep::draft::tests::helper_print_the_recorded_commit",
+                "--nocapture",
+            ])
+            .current_dir(elsewhere.path())
+            .output()
+            .expect("run the helper");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let recorded = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("recorded-commit="))
+            .unwrap_or_else(|| panic!("the helper printed no commit: {stdout}"))
+            .to_string();
+        match head {
+            Some(head) => assert_eq!(recorded, head),
+            None => assert_eq!(recorded, "unknown"),
+        }
+        assert!(
+            recorded == "unknown"
+                || (recorded.len() == 40 && recorded.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{recorded}"
+        );
+    }
+
+    #[test]
+    #[ignore = "run by the_recorded_commit_is_the_commit_the_runner_was_built_from"]
+    fn helper_print_the_recorded_commit() {
+        println!("recorded-commit={}", git_commit());
+    }
 }
