@@ -14,8 +14,9 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=AGENTRANK_BUILD_COMMIT={commit}");
-    // Built again when HEAD moves: HEAD itself, the branch it names and the packed refs. Outside a
-    // checkout nothing is named and Cargo runs this again when the package's files change.
+    // Built again when HEAD moves: HEAD itself, the branch it names and the packed refs, those of
+    // them that exist (Cargo runs a build script on every build while a file it watches is missing).
+    // Outside a checkout nothing is named and Cargo runs this again when the package's files change.
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
@@ -23,7 +24,10 @@ fn main() {
     }
     for name in watched {
         if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
-            println!("cargo:rerun-if-changed={}", here.join(path).display());
+            let path = here.join(path);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
         }
     }
 }
