@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use agentrank_runner::agents::managed::ModelPin;
 use agentrank_runner::agents::pace::{AttemptSpan, Pace};
 use agentrank_schema::bundle::read_bundle;
 use agentrank_schema::records::TOOL_DEFINITION_TOKENS_PROBE;
@@ -91,12 +92,8 @@ const PIN_FILE: &str = "qwen2.5-coder-1.5b.toml";
 /// prepares its next attempt while the other waits on the model), as the pin's comment says the
 /// real sweeps run it.
 fn workers_for(pin: &str) -> u32 {
-    let value: toml::Value = toml::from_str(pin).expect("the model pin parses");
-    let slots = value
-        .get("slots")
-        .and_then(toml::Value::as_integer)
-        .expect("the model pin's `slots`");
-    u32::try_from(slots).expect("slots fits").max(2)
+    let pin: ModelPin = toml::from_str(pin).expect("the model pin parses");
+    pin.slots.max(2)
 }
 
 /// Runs the benchmark sweep with a roster; returns the sealed bundle and the sweep's wall time in
