@@ -469,7 +469,7 @@ tasks = ["wf-html-code", "wf-heading", "wf-json-field", "wf-plain-text", "wf-red
     for a in &mut derived {
         a.role = None;
     }
-    agentrank_schema::role::derive_roles(&mut derived, &b.tables.controls);
+    agentrank_schema::records::derive_roles(&mut derived, &b.tables.controls);
     let derived: Vec<_> = derived.iter().map(|a| a.role).collect();
     assert_eq!(written, derived);
     let steady_roles: std::collections::BTreeSet<String> = b

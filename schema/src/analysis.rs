@@ -5,7 +5,7 @@
 //! Every row carries the ids of the attempts behind it. Refused cells carry no score: their score columns
 //! are null in Parquet and absent in JSON.
 
-use crate::table::{ANALYSIS_FORMAT, Table, TableFormat};
+use crate::table::{Table, TableFormat};
 use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -18,6 +18,13 @@ use std::collections::BTreeMap;
 /// [`ConformanceRow`], [`ConformanceAttemptRow`], [`ConformanceViolationRow`]); an older analysis has
 /// none and is read as not having checked conformance.
 pub const ANALYSIS_SCHEMA_VERSION: &str = "1.3";
+
+/// Key-value metadata key holding the analysis tables' version.
+pub const META_ANALYSIS_SCHEMA_VERSION: &str = "agentrank.analysis_schema_version";
+
+/// The analysis tables (`completion`, `cells`, …), at [`ANALYSIS_SCHEMA_VERSION`].
+pub const ANALYSIS_FORMAT: TableFormat =
+    TableFormat::small(META_ANALYSIS_SCHEMA_VERSION, ANALYSIS_SCHEMA_VERSION);
 
 fn utf8(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Utf8, nullable)

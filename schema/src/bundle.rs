@@ -332,7 +332,7 @@ impl Staging {
         }
         // Units staged before the runner wrote roles (a sweep resumed across versions) get the role
         // a reader would derive; new units carry their own.
-        crate::role::derive_roles(&mut tables.attempts, &tables.controls);
+        crate::records::derive_roles(&mut tables.attempts, &tables.controls);
 
         let work = self
             .bundles_dir
@@ -901,7 +901,7 @@ pub fn read_bundle(dir: &Path) -> Result<LoadedBundle, BundleError> {
         });
     }
     // A bundle before schema 1.3 has no `role` column: its roles are derived as the runner decides them.
-    crate::role::derive_roles(&mut tables.attempts, &tables.controls);
+    crate::records::derive_roles(&mut tables.attempts, &tables.controls);
     Ok(LoadedBundle {
         dir: dir.to_path_buf(),
         manifest,

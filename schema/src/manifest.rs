@@ -294,3 +294,12 @@ fn lenient_roster_row<'de, D: serde::Deserializer<'de>>(
     let v = Value::deserialize(d)?;
     Ok(serde_json::from_value(v).ok())
 }
+
+/// The file `agentrank-run plan` writes and `run-shard` / `merge` read: the plan and the manifest
+/// draft fixed at planning time, so every shard stages into the same bundle and the merge is
+/// deterministic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFile {
+    pub plan: crate::sweep::Plan,
+    pub draft: ManifestDraft,
+}

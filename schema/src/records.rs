@@ -7,10 +7,12 @@
 
 use crate::outcome::OutcomeClass;
 use crate::role::{AttemptRole, ControlKind};
+use crate::sweep::SlotKind;
 use crate::table::{Table, f_bool, f_f64, f_i64, f_list_i64, f_list_str, f_str, f_ts};
 use crate::task::{TaskClass, TaskSet, Tier};
 use arrow_schema::Field;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Microseconds since 1970-01-01T00:00:00Z.
 pub type TimestampMicros = i64;
@@ -690,3 +692,50 @@ pub const TABLE_NAMES: [&str; 7] = [
     FixtureHealthRecord::NAME,
     TaskInstanceRecord::NAME,
 ];
+
+/// The roles of a bundle written before schema 1.3, which had no `role` column: from each attempt's
+/// control row (its kind), its capability (a safety probe) and its agent (the built-in agents). A
+/// reference-agent attempt is `smoke` when the bundle's smoke control rows name its (category, server,
+/// task), as the runner decides it for new bundles.
+pub fn derive_roles(attempts: &mut [AttemptRecord], controls: &[ControlRecord]) {
+    let kind_of: BTreeMap<&str, ControlKind> = controls
+        .iter()
+        .map(|c| (c.attempt_id.as_str(), c.control_kind))
+        .collect();
+    let smoke: BTreeSet<(&str, &str, &str)> = controls
+        .iter()
+        .filter(|c| c.control_kind == ControlKind::Smoke)
+        .map(|c| {
+            (
+                c.category.as_str(),
+                c.server_id.as_deref().unwrap_or(""),
+                c.task_id.as_str(),
+            )
+        })
+        .collect();
+    let roles: Vec<Option<AttemptRole>> = attempts
+        .iter()
+        .map(|a| {
+            if a.role.is_some() {
+                return a.role;
+            }
+            let is_smoke = smoke.contains(&(
+                a.category.as_str(),
+                a.server_id.as_str(),
+                a.task_id.as_str(),
+            ));
+            let kind = match kind_of.get(a.attempt_id.as_str()).copied() {
+                Some(ControlKind::Calibration) => SlotKind::Calibration,
+                Some(ControlKind::NoServer) => SlotKind::NoServerControl,
+                Some(ControlKind::NullStubbedEmpty) => SlotKind::NullStubbedEmpty,
+                Some(ControlKind::ConstructExtension) => SlotKind::ConstructExtension,
+                _ if a.capability == SAFETY_PROBE_CAPABILITY => SlotKind::SafetyProbe,
+                _ => SlotKind::Scored,
+            };
+            Some(AttemptRole::of_slot(kind, &a.agent_id, is_smoke))
+        })
+        .collect();
+    for (a, r) in attempts.iter_mut().zip(roles) {
+        a.role = r;
+    }
+}

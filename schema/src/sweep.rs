@@ -436,15 +436,6 @@ impl Plan {
     }
 }
 
-/// The file `agentrank-run plan` writes and `run-shard` / `merge` read: the plan and the manifest
-/// draft fixed at planning time, so every shard stages into the same bundle and the merge is
-/// deterministic.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlanFile {
-    pub plan: Plan,
-    pub draft: crate::manifest::ManifestDraft,
-}
-
 #[cfg(test)]
 mod calibration_tests {
     use super::TimeoutPolicy;

@@ -54,16 +54,17 @@ pub const BUNDLE_FORMAT: TableFormat = TableFormat {
     encoding: Encoding::Records,
 };
 
-/// Key-value metadata key holding the analysis tables' version.
-pub const META_ANALYSIS_SCHEMA_VERSION: &str = "agentrank.analysis_schema_version";
-
-/// The analysis tables (`completion`, `cells`, …), at
-/// [`ANALYSIS_SCHEMA_VERSION`](crate::analysis::ANALYSIS_SCHEMA_VERSION).
-pub const ANALYSIS_FORMAT: TableFormat = TableFormat {
-    version_key: META_ANALYSIS_SCHEMA_VERSION,
-    version: crate::analysis::ANALYSIS_SCHEMA_VERSION,
-    encoding: Encoding::Small,
-};
+impl TableFormat {
+    /// A format of small tables (kilobytes to a few megabytes, as the analysis tables are): plain
+    /// encoding, ZSTD(1), the writer's default statistics and row groups.
+    pub const fn small(version_key: &'static str, version: &'static str) -> TableFormat {
+        TableFormat {
+            version_key,
+            version,
+            encoding: Encoding::Small,
+        }
+    }
+}
 
 /// A table's row type (a bundle table unless it names another format).
 pub trait Table: Serialize + DeserializeOwned + Sized {

@@ -3,7 +3,8 @@
 use super::options::{SweepError, SweepOptions};
 use crate::catalog::{Catalog, load_catalog_dir};
 use crate::roster::Roster;
-use agentrank_schema::sweep::{PlanFile, SweepConfig};
+use agentrank_schema::manifest::PlanFile;
+use agentrank_schema::sweep::SweepConfig;
 use std::path::Path;
 
 /// Reads and parses a sweep file, with errors naming the file and the field.

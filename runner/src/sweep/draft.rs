@@ -9,10 +9,11 @@ use crate::plan::make_plan;
 use crate::roster::Roster;
 use crate::sandbox::IsolationBackend;
 use agentrank_schema::bundle::Staging;
+use agentrank_schema::manifest::PlanFile;
 use agentrank_schema::manifest::{
     LockManifest, LockedAgent, LockedServer, ManifestDraft, TaskLintFinding, TaskLintRecord,
 };
-use agentrank_schema::sweep::{AttemptRule, Plan, PlanFile};
+use agentrank_schema::sweep::{AttemptRule, Plan};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 
 use super::options::SweepError;
 use agentrank_schema::bundle::Staging;
-use agentrank_schema::sweep::PlanFile;
+use agentrank_schema::manifest::PlanFile;
 use std::path::Path;
 
 /// Opens the staging area of an interrupted run of the same plan, or creates it.
