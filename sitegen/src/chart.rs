@@ -3,6 +3,7 @@
 //! SVG carries a `<title>` and `<desc>` and is labelled for assistive technology; the page always shows
 //! the same numbers in a table beside it. Pure: text in, text out.
 
+use crate::escape::escaped;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -34,21 +35,6 @@ const RIGHT_PAD: i32 = 18;
 const TOP: i32 = 8;
 const AXIS_H: i32 = 34;
 const LABEL_PX: u32 = 17;
-
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn truncate_label(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
@@ -163,11 +149,11 @@ pub fn interval_svg(
         });
     };
     let body = &buf[open_end + 1..];
-    let id = xml_escape(id);
+    let id = escaped(id);
     Ok(format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\"><title id=\"{id}-title\">{}</title><desc id=\"{id}-desc\">{}</desc>{}",
-        xml_escape(title),
-        xml_escape(description),
+        escaped(title),
+        escaped(description),
         body.trim_start()
     ))
 }

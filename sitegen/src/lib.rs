@@ -16,6 +16,7 @@
 
 pub mod chart;
 pub mod content;
+pub mod escape;
 pub mod hosting;
 pub mod input;
 pub mod linkcheck;

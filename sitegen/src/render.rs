@@ -2,6 +2,7 @@
 //! undefined (a missing field is an error, never an empty string), HTML auto-escaping, and errors that
 //! name the template and line.
 
+use crate::escape::write_escaped;
 use crate::pages::PageModel;
 use minijinja::{AutoEscape, Environment, Output, State, UndefinedBehavior, Value, context};
 use std::fmt;
@@ -65,35 +66,7 @@ impl TemplateError {
     }
 }
 
-/// Escape text for HTML: `&`, `<`, `>`, `"` and `'` (enough for element content and double- or
-/// single-quoted attribute values; `/` is left alone so links stay readable).
-pub fn escape_html(s: &str, out: &mut String) {
-    // `fmt::Write` for `String` cannot fail.
-    let _ = write_escaped(s, out);
-}
-
-/// [`escape_html`] into any writer: runs of ordinary bytes are copied whole, only the five special
-/// bytes (all ASCII, so never inside a multi-byte character) are replaced.
-fn write_escaped(s: &str, out: &mut impl fmt::Write) -> fmt::Result {
-    let bytes = s.as_bytes();
-    let mut from = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        let entity = match b {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'"' => "&quot;",
-            b'\'' => "&#39;",
-            _ => continue,
-        };
-        out.write_str(&s[from..i])?;
-        out.write_str(entity)?;
-        from = i + 1;
-    }
-    out.write_str(&s[from..])
-}
-
-/// The formatter: strings not marked safe are escaped with [`escape_html`] in HTML templates;
+/// The formatter: strings not marked safe are escaped with [`crate::escape::escape_html`] in HTML templates;
 /// everything else goes through minijinja's own formatter.
 fn format_value(
     out: &mut Output,

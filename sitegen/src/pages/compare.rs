@@ -83,11 +83,7 @@ fn difference_svg(p: &PairComparison, a: &str, b: &str) -> String {
         signed(d.low),
         signed(d.high)
     );
-    let esc = |s: &str| {
-        let mut out = String::new();
-        crate::render::escape_html(s, &mut out);
-        out
-    };
+    let esc = crate::escape::escaped;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart diff-chart\" viewBox=\"0 0 540 78\" role=\"img\" aria-labelledby=\"diff-title diff-desc\"><title id=\"diff-title\">{}</title><desc id=\"diff-desc\">{}</desc>",
         esc(&title),
