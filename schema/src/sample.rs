@@ -123,200 +123,213 @@ pub fn sample_tapes(attempt_id: &str, i: usize) -> [(Plane, Vec<TapeLine>); 2] {
 /// the encoded tape bytes), see [`crate::tape::encode_tape`].
 pub fn sample_units(bundle_id: &str, n: usize) -> Vec<StagedUnit> {
     let long = "x".repeat(70_000);
-    (0..n)
-        .map(|i| {
-            let outcome = OutcomeClass::ALL[i % OutcomeClass::ALL.len()];
-            let key = AttemptKey {
-                sweep_id: "sample",
-                task_id: "db-count",
-                task_version: "1",
-                server_id: "sample-server",
-                server_version: "1.0.0",
-                agent_id: "reference",
-                model_id: "",
-                attempt_index: i as u32,
-                rerun_index: 0,
-            };
-            let attempt_id = key.attempt_id();
-            let started = BASE_TIME_US + i as i64 * 1_000_000;
-            let attempt = AttemptRecord {
+    (0..n).map(|i| sample_unit(bundle_id, i, &long)).collect()
+}
+
+/// The attempt row of the `i`-th sample unit: its outcome cycles through every class, and its
+/// optional fields are filled, empty or absent in turn.
+fn sample_attempt(bundle_id: &str, i: usize) -> AttemptRecord {
+    let outcome = OutcomeClass::ALL[i % OutcomeClass::ALL.len()];
+    let key = AttemptKey {
+        sweep_id: "sample",
+        task_id: "db-count",
+        task_version: "1",
+        server_id: "sample-server",
+        server_version: "1.0.0",
+        agent_id: "reference",
+        model_id: "",
+        attempt_index: i as u32,
+        rerun_index: 0,
+    };
+    let attempt_id = key.attempt_id();
+    let started = BASE_TIME_US + i as i64 * 1_000_000;
+    AttemptRecord {
+        attempt_id: attempt_id.clone(),
+        bundle_id: bundle_id.to_string(),
+        sweep_id: "sample".into(),
+        category: "databases".into(),
+        server_id: "sample-server".into(),
+        server_version: "1.0.0".into(),
+        agent_id: "reference".into(),
+        model_id_pinned: if i % 2 == 0 {
+            None
+        } else {
+            Some("qwen3:14b".into())
+        },
+        model_id_reported: if i % 3 == 0 {
+            Some(String::new())
+        } else {
+            None
+        },
+        task_id: "db-count".into(),
+        task_version: "1".into(),
+        tier: crate::task::Tier::Basic,
+        class: crate::task::TaskClass::Core,
+        capability: "select".into(),
+        task_set: if i % 4 == 0 {
+            crate::task::TaskSet::Private
+        } else {
+            crate::task::TaskSet::Dev
+        },
+        seed: i64::MAX - i as i64,
+        attempt_index: i as i64,
+        rerun_index: 0,
+        rerun_of: None,
+        outcome,
+        outcome_reason: format!("sample outcome {outcome} — «ünïcödé» 数据 🚀"),
+        excluded: outcome.is_excluded(),
+        exclusion_reason: outcome
+            .is_excluded()
+            .then(|| format!("{outcome} is excluded")),
+        answer_line: match i % 3 {
+            0 => Some("42".into()),
+            1 => Some(String::new()),
+            _ => None,
+        },
+        answer_fallback: i % 5 == 0,
+        started_at: started,
+        ended_at: started + 2_000,
+        duration_ms: 2,
+        timeout_budget_s: 180,
+        server_tool_calls: 1,
+        tool_call_errors: 0,
+        pending_call_at_timeout: (outcome == OutcomeClass::ServerTimeout)
+            .then(|| "query".to_string()),
+        tokens_in: Some(9_007_199_254_740_993 + i as i64),
+        tokens_out: None,
+        cost_usd: if i % 2 == 0 { Some(0.000_123_4) } else { None },
+        cost_is_floor: i % 2 == 0,
+        cost_floor_reasons: (i % 2 == 0).then(|| "judge usage partial".to_string()),
+        tape_mcp_path: tape_path(&attempt_id, Plane::Mcp),
+        tape_mcp_sha256: String::new(),
+        tape_agent_path: tape_path(&attempt_id, Plane::Agent),
+        tape_agent_sha256: String::new(),
+        isolation_backend: crate::sweep::RecordedBackend::None,
+        credential_context: crate::sweep::CredentialContext::Anonymous,
+        fault_source: match outcome {
+            OutcomeClass::Fail => Some(FaultSource::Server),
+            OutcomeClass::HarnessError => Some(FaultSource::Harness),
+            _ => None,
+        },
+        fault_code: match outcome {
+            OutcomeClass::Fail => Some(FaultCodes::one(FaultCode::ServerExited)),
+            OutcomeClass::HarnessError => Some(FaultCodes::one(FaultCode::Harness)),
+            _ => None,
+        },
+        limits_applied: None,
+        limits_missing: Some("all: the none backend applies no isolation and no limits".into()),
+        // The first attempt is the reference agent's no-server control (its control row below).
+        role: Some(if i == 0 {
+            AttemptRole::NoServer
+        } else {
+            AttemptRole::Reference
+        }),
+    }
+}
+
+/// The `i`-th sample unit: its attempt and one row or more of every other table (`long` is the
+/// 70,000-character tool name of unit 1).
+fn sample_unit(bundle_id: &str, i: usize, long: &str) -> StagedUnit {
+    let attempt = sample_attempt(bundle_id, i);
+    let attempt_id = attempt.attempt_id.clone();
+    let started = attempt.started_at;
+    let outcome = attempt.outcome;
+    StagedUnit {
+        unit_id: attempt_id.clone(),
+        attempts: vec![attempt],
+        tool_calls: vec![ToolCallRecord {
+            attempt_id: attempt_id.clone(),
+            seq: 0,
+            tool_name: if i == 1 {
+                long.to_string()
+            } else {
+                "query".into()
+            },
+            tool_listed: (i != 5).then_some(i != 2),
+            request_at: started + 10,
+            response_at: (i % 7 != 3).then_some(started + 1_510),
+            latency_ms: (i % 7 != 3).then_some(1.5),
+            status: if i % 7 == 3 {
+                ToolCallStatus::NoResponse
+            } else {
+                ToolCallStatus::Ok
+            },
+            protocol_error_code: (i == 4).then_some(-32_602),
+            protocol_error_message: (i == 4).then(|| "Invalid params: ‘sql’".to_string()),
+            is_error: (i % 7 != 3).then_some(false),
+            result_bytes: Some(i64::MAX / (i as i64 + 1)),
+        }],
+        verifier_results: vec![
+            VerifierResultRecord {
                 attempt_id: attempt_id.clone(),
-                bundle_id: bundle_id.to_string(),
-                sweep_id: "sample".into(),
+                predicate_path: "0".into(),
+                primitive: "all".into(),
+                passed: outcome == OutcomeClass::Pass,
+                observed: None,
+                expected: None,
+                redacted: false,
+                detail: String::new(),
+            },
+            VerifierResultRecord {
+                attempt_id: attempt_id.clone(),
+                predicate_path: "0.0".into(),
+                primitive: "answer.numeric".into(),
+                passed: outcome == OutcomeClass::Pass,
+                observed: Some("42".into()),
+                expected: Some("42".into()),
+                redacted: false,
+                detail: "numeric match".into(),
+            },
+        ],
+        controls: if i == 0 {
+            vec![ControlRecord {
+                attempt_id: attempt_id.clone(),
+                control_kind: crate::role::ControlKind::NoServer,
+                category: "databases".into(),
+                agent_id: "reference".into(),
+                server_id: None,
+                task_id: "db-count".into(),
+                outcome,
+                passed: false,
+                consequence: None,
+                detail: "content verifiers only".into(),
+            }]
+        } else {
+            vec![]
+        },
+        probes: if i == 0 {
+            vec![ProbeRecord {
+                probe_id: "protocol.version-negotiation".into(),
+                probe_kind: ProbeKind::Protocol,
                 category: "databases".into(),
                 server_id: "sample-server".into(),
-                server_version: "1.0.0".into(),
-                agent_id: "reference".into(),
-                model_id_pinned: if i % 2 == 0 {
-                    None
-                } else {
-                    Some("qwen3:14b".into())
-                },
-                model_id_reported: if i % 3 == 0 {
-                    Some(String::new())
-                } else {
-                    None
-                },
-                task_id: "db-count".into(),
-                task_version: "1".into(),
-                tier: crate::task::Tier::Basic,
-                class: crate::task::TaskClass::Core,
-                capability: "select".into(),
-                task_set: if i % 4 == 0 {
-                    crate::task::TaskSet::Private
-                } else {
-                    crate::task::TaskSet::Dev
-                },
-                seed: i64::MAX - i as i64,
-                attempt_index: i as i64,
-                rerun_index: 0,
-                rerun_of: None,
-                outcome,
-                outcome_reason: format!("sample outcome {outcome} — «ünïcödé» 数据 🚀"),
-                excluded: outcome.is_excluded(),
-                exclusion_reason: outcome
-                    .is_excluded()
-                    .then(|| format!("{outcome} is excluded")),
-                answer_line: match i % 3 {
-                    0 => Some("42".into()),
-                    1 => Some(String::new()),
-                    _ => None,
-                },
-                answer_fallback: i % 5 == 0,
-                started_at: started,
-                ended_at: started + 2_000,
-                duration_ms: 2,
-                timeout_budget_s: 180,
-                server_tool_calls: 1,
-                tool_call_errors: 0,
-                pending_call_at_timeout: (outcome == OutcomeClass::ServerTimeout)
-                    .then(|| "query".to_string()),
-                tokens_in: Some(9_007_199_254_740_993 + i as i64),
-                tokens_out: None,
-                cost_usd: if i % 2 == 0 { Some(0.000_123_4) } else { None },
-                cost_is_floor: i % 2 == 0,
-                cost_floor_reasons: (i % 2 == 0).then(|| "judge usage partial".to_string()),
-                tape_mcp_path: tape_path(&attempt_id, Plane::Mcp),
-                tape_mcp_sha256: String::new(),
-                tape_agent_path: tape_path(&attempt_id, Plane::Agent),
-                tape_agent_sha256: String::new(),
-                isolation_backend: crate::sweep::RecordedBackend::None,
-                credential_context: crate::sweep::CredentialContext::Anonymous,
-                fault_source: match outcome {
-                    OutcomeClass::Fail => Some(FaultSource::Server),
-                    OutcomeClass::HarnessError => Some(FaultSource::Harness),
-                    _ => None,
-                },
-                fault_code: match outcome {
-                    OutcomeClass::Fail => Some(FaultCodes::one(FaultCode::ServerExited)),
-                    OutcomeClass::HarnessError => Some(FaultCodes::one(FaultCode::Harness)),
-                    _ => None,
-                },
-                limits_applied: None,
-                limits_missing: Some(
-                    "all: the none backend applies no isolation and no limits".into(),
-                ),
-                // The first attempt is the reference agent's no-server control (its control row below).
-                role: Some(if i == 0 {
-                    AttemptRole::NoServer
-                } else {
-                    AttemptRole::Reference
-                }),
-            };
-            StagedUnit {
-                unit_id: attempt_id.clone(),
-                attempts: vec![attempt],
-                tool_calls: vec![ToolCallRecord {
-                    attempt_id: attempt_id.clone(),
-                    seq: 0,
-                    tool_name: if i == 1 { long.clone() } else { "query".into() },
-                    tool_listed: (i != 5).then_some(i != 2),
-                    request_at: started + 10,
-                    response_at: (i % 7 != 3).then_some(started + 1_510),
-                    latency_ms: (i % 7 != 3).then_some(1.5),
-                    status: if i % 7 == 3 {
-                        ToolCallStatus::NoResponse
-                    } else {
-                        ToolCallStatus::Ok
-                    },
-                    protocol_error_code: (i == 4).then_some(-32_602),
-                    protocol_error_message: (i == 4).then(|| "Invalid params: ‘sql’".to_string()),
-                    is_error: (i % 7 != 3).then_some(false),
-                    result_bytes: Some(i64::MAX / (i as i64 + 1)),
-                }],
-                verifier_results: vec![
-                    VerifierResultRecord {
-                        attempt_id: attempt_id.clone(),
-                        predicate_path: "0".into(),
-                        primitive: "all".into(),
-                        passed: outcome == OutcomeClass::Pass,
-                        observed: None,
-                        expected: None,
-                        redacted: false,
-                        detail: String::new(),
-                    },
-                    VerifierResultRecord {
-                        attempt_id: attempt_id.clone(),
-                        predicate_path: "0.0".into(),
-                        primitive: "answer.numeric".into(),
-                        passed: outcome == OutcomeClass::Pass,
-                        observed: Some("42".into()),
-                        expected: Some("42".into()),
-                        redacted: false,
-                        detail: "numeric match".into(),
-                    },
-                ],
-                controls: if i == 0 {
-                    vec![ControlRecord {
-                        attempt_id: attempt_id.clone(),
-                        control_kind: crate::role::ControlKind::NoServer,
-                        category: "databases".into(),
-                        agent_id: "reference".into(),
-                        server_id: None,
-                        task_id: "db-count".into(),
-                        outcome,
-                        passed: false,
-                        consequence: None,
-                        detail: "content verifiers only".into(),
-                    }]
-                } else {
-                    vec![]
-                },
-                probes: if i == 0 {
-                    vec![ProbeRecord {
-                        probe_id: "protocol.version-negotiation".into(),
-                        probe_kind: ProbeKind::Protocol,
-                        category: "databases".into(),
-                        server_id: "sample-server".into(),
-                        agent_id: None,
-                        attempt_id: None,
-                        result: ProbeResult::Respects,
-                        observed: Some("2025-11-25".into()),
-                        detail: "negotiated revision".into(),
-                    }]
-                } else {
-                    vec![]
-                },
-                fixture_health: vec![FixtureHealthRecord {
-                    attempt_id: attempt_id.clone(),
-                    component: "database".into(),
-                    checked_at: if i == 0 { 0 } else { started },
-                    healthy: true,
-                    latency_ms: Some(0.25),
-                    detail: String::new(),
-                }],
-                task_instances: vec![TaskInstanceRecord {
-                    attempt_id: attempt_id.clone(),
-                    task_id: "db-count".into(),
-                    task_version: "1".into(),
-                    category: "databases".into(),
-                    seed: i64::MAX - i as i64,
-                    task_set: crate::task::TaskSet::Dev,
-                    canonical_sha256: crate::ids::sha256_hex(attempt_id.as_bytes()),
-                }],
-            }
-        })
-        .collect()
+                agent_id: None,
+                attempt_id: None,
+                result: ProbeResult::Respects,
+                observed: Some("2025-11-25".into()),
+                detail: "negotiated revision".into(),
+            }]
+        } else {
+            vec![]
+        },
+        fixture_health: vec![FixtureHealthRecord {
+            attempt_id: attempt_id.clone(),
+            component: "database".into(),
+            checked_at: if i == 0 { 0 } else { started },
+            healthy: true,
+            latency_ms: Some(0.25),
+            detail: String::new(),
+        }],
+        task_instances: vec![TaskInstanceRecord {
+            attempt_id: attempt_id.clone(),
+            task_id: "db-count".into(),
+            task_version: "1".into(),
+            category: "databases".into(),
+            seed: i64::MAX - i as i64,
+            task_set: crate::task::TaskSet::Dev,
+            canonical_sha256: crate::ids::sha256_hex(attempt_id.as_bytes()),
+        }],
+    }
 }
 
 /// Stages `n` sample attempts, with their tapes, into `staging`.
