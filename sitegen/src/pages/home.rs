@@ -14,120 +14,171 @@ use std::collections::BTreeMap;
 /// the top; then every category without a ranking in one line, each reason said once.
 pub fn home(ix: &Index<'_>) -> PageModel {
     let path = paths::home();
-    let m = &ix.bundle().meta;
     let mut ranked = Vec::new();
     let mut unranked = Vec::new();
     for (i, c) in ix.categories.iter().enumerate() {
-        let mut agents = ix.agents_in(c);
-        // Ranked agents first, then the built-in agents whose boards are baselines.
-        agents.sort_by_key(|a| (is_builtin(&a.id), a.id.clone()));
-        let mut headline = Vec::new();
-        let mut not_ranked = Vec::new();
-        let mut baselines = Vec::new();
-        for (j, a) in agents.iter().enumerate() {
-            let board = paths::board(c, &a.id);
-            if is_builtin(&a.id) {
-                let role = if agentrank_schema::role::is_reference_agent(&a.id) {
-                    "reference agent: reachability"
-                } else {
-                    "null model: a baseline"
-                };
-                baselines.push(link(&path, &board, format!("{} ({role})", visible(&a.id))));
-                continue;
-            }
-            let (b, ranks) = home_board(ix, &path, c, a, format!("home-{i}-{j}"));
-            if ranks {
-                headline.push(b);
-            } else if b.reasons.is_empty() {
-                not_ranked.push(ReasonLine {
-                    scope: format!("agent {}", visible(&a.id)),
-                    evidence: link(&path, &board, "No server is ranked on this board"),
-                    reason: String::new(),
-                });
-            } else {
-                not_ranked.extend(b.reasons.into_iter().map(|r| ReasonLine {
-                    scope: format!("agent {} on {}", visible(&a.id), r.scope),
-                    ..r
-                }));
-            }
-        }
-        let refusal = ix
-            .input
-            .analysis
-            .category_refusals
-            .get(*c)
-            .map(|r| ReasonLine {
-                scope: String::new(),
-                evidence: link(
-                    &path,
-                    "controls.html",
-                    format!(
-                        "Refused: {} (gate {})",
-                        visible(r.outcome_word()),
-                        visible(r.gate_word())
-                    ),
-                ),
-                reason: visible(first_sentence(&r.explanation)),
-            });
-        let id_anchor = format!("cat-{}", paths::segment(c));
-        if headline.is_empty() {
-            let mut reasons: Vec<ReasonLine> = refusal.into_iter().collect();
-            for r in not_ranked {
-                // A reason is said once: the category's refusal usually stops its boards too, and
-                // the same refusal of several agents' boards names them all.
-                let same = reasons
-                    .iter_mut()
-                    .find(|k| !r.reason.is_empty() && k.reason == r.reason);
-                match same {
-                    Some(k) if k.scope.is_empty() => {}
-                    Some(k) => k.scope = format!("{}; {}", k.scope, r.scope),
-                    None => reasons.push(r),
-                }
-            }
-            if agents.is_empty() {
-                reasons.push(ReasonLine {
-                    scope: String::new(),
-                    evidence: anchor(
-                        &path,
-                        "downloads.html",
-                        "files",
-                        "No agent ran in this category",
-                    ),
-                    reason: String::new(),
-                });
-            }
-            unranked.push(HomeUnranked {
-                id: visible(c),
-                anchor: id_anchor,
-                reasons,
-                boards: agents
-                    .iter()
-                    .map(|a| link(&path, &paths::board(c, &a.id), visible(&a.id)))
-                    .collect(),
-            });
-        } else {
-            ranked.push(HomeCategory {
-                id: visible(c),
-                anchor: id_anchor,
-                headline,
-                not_ranked,
-                baselines,
-                agreement_line: agreement_line(ix, c),
-                agreement: link(
-                    &path,
-                    &paths::agreement(c),
-                    format!("Agreement between agents: {c}"),
-                ),
-                servers: ix
-                    .servers_in(c)
-                    .iter()
-                    .map(|s| link(&path, &paths::server(&s.id), visible(&s.display_name)))
-                    .collect(),
-                refusal,
-            });
+        match home_category(ix, &path, i, c) {
+            HomeEntry::Ranked(h) => ranked.push(h),
+            HomeEntry::Unranked(u) => unranked.push(u),
         }
     }
-    let facts = vec![
+    let facts = bundle_facts(ix);
+    let pages = CONTENT_PAGES
+        .iter()
+        .map(|(id, label)| link(&path, &format!("{id}.html"), *label))
+        .collect();
+    PageModel {
+        common: common(
+            ix.input,
+            &path,
+            "MCP server rankings",
+            "Rankings of MCP servers by how reliably fixed agent configurations complete seeded tasks.",
+        ),
+        path,
+        template: "home.html",
+        view: PageView::Home(HomeView {
+            ranked,
+            unranked,
+            facts,
+            pages,
+        }),
+    }
+}
+
+/// A category on the home page: with a ranked board, or without one.
+enum HomeEntry {
+    Ranked(HomeCategory),
+    Unranked(HomeUnranked),
+}
+
+/// One category of the home page: ranked when any of its agents' boards ranks a server, else its
+/// reasons said once.
+fn home_category(ix: &Index<'_>, path: &str, i: usize, c: &str) -> HomeEntry {
+    let mut agents = ix.agents_in(c);
+    // Ranked agents first, then the built-in agents whose boards are baselines.
+    agents.sort_by_key(|a| (is_builtin(&a.id), a.id.clone()));
+    let mut headline = Vec::new();
+    let mut not_ranked = Vec::new();
+    let mut baselines = Vec::new();
+    for (j, a) in agents.iter().enumerate() {
+        let board = paths::board(c, &a.id);
+        if is_builtin(&a.id) {
+            let role = if agentrank_schema::role::is_reference_agent(&a.id) {
+                "reference agent: reachability"
+            } else {
+                "null model: a baseline"
+            };
+            baselines.push(link(path, &board, format!("{} ({role})", visible(&a.id))));
+            continue;
+        }
+        let (b, ranks) = home_board(ix, path, c, a, format!("home-{i}-{j}"));
+        if ranks {
+            headline.push(b);
+        } else if b.reasons.is_empty() {
+            not_ranked.push(ReasonLine {
+                scope: format!("agent {}", visible(&a.id)),
+                evidence: link(path, &board, "No server is ranked on this board"),
+                reason: String::new(),
+            });
+        } else {
+            not_ranked.extend(b.reasons.into_iter().map(|r| ReasonLine {
+                scope: format!("agent {} on {}", visible(&a.id), r.scope),
+                ..r
+            }));
+        }
+    }
+    let refusal = ix
+        .input
+        .analysis
+        .category_refusals
+        .get(c)
+        .map(|r| ReasonLine {
+            scope: String::new(),
+            evidence: link(
+                path,
+                "controls.html",
+                format!(
+                    "Refused: {} (gate {})",
+                    visible(r.outcome_word()),
+                    visible(r.gate_word())
+                ),
+            ),
+            reason: visible(first_sentence(&r.explanation)),
+        });
+    let id_anchor = format!("cat-{}", paths::segment(c));
+    if headline.is_empty() {
+        let reasons = unranked_reasons(refusal, not_ranked, agents.is_empty(), path);
+        HomeEntry::Unranked(HomeUnranked {
+            id: visible(c),
+            anchor: id_anchor,
+            reasons,
+            boards: agents
+                .iter()
+                .map(|a| link(path, &paths::board(c, &a.id), visible(&a.id)))
+                .collect(),
+        })
+    } else {
+        HomeEntry::Ranked(HomeCategory {
+            id: visible(c),
+            anchor: id_anchor,
+            headline,
+            not_ranked,
+            baselines,
+            agreement_line: agreement_line(ix, c),
+            agreement: link(
+                path,
+                &paths::agreement(c),
+                format!("Agreement between agents: {c}"),
+            ),
+            servers: ix
+                .servers_in(c)
+                .iter()
+                .map(|s| link(path, &paths::server(&s.id), visible(&s.display_name)))
+                .collect(),
+            refusal,
+        })
+    }
+}
+
+/// The reasons of a category without a ranked board, each said once: its refusal first, then the
+/// boards' reasons (the category's refusal usually stops its boards too, and the same reason of
+/// several agents' boards names them all), and that no agent ran, if none did.
+fn unranked_reasons(
+    refusal: Option<ReasonLine>,
+    not_ranked: Vec<ReasonLine>,
+    no_agents: bool,
+    path: &str,
+) -> Vec<ReasonLine> {
+    let mut reasons: Vec<ReasonLine> = refusal.into_iter().collect();
+    for r in not_ranked {
+        let same = reasons
+            .iter_mut()
+            .find(|k| !r.reason.is_empty() && k.reason == r.reason);
+        match same {
+            Some(k) if k.scope.is_empty() => {}
+            Some(k) => k.scope = format!("{}; {}", k.scope, r.scope),
+            None => reasons.push(r),
+        }
+    }
+    if no_agents {
+        reasons.push(ReasonLine {
+            scope: String::new(),
+            evidence: anchor(
+                path,
+                "downloads.html",
+                "files",
+                "No agent ran in this category",
+            ),
+            reason: String::new(),
+        });
+    }
+    reasons
+}
+
+/// The bundle's summary: its id, start, versions, isolation, credentials and attempt count.
+fn bundle_facts(ix: &Index<'_>) -> Vec<Chip> {
+    let m = &ix.bundle().meta;
+    vec![
         Chip {
             label: "Bundle".into(),
             value: visible(&m.bundle_id),
@@ -156,27 +207,7 @@ pub fn home(ix: &Index<'_>) -> PageModel {
             label: "Attempts".into(),
             value: ix.bundle().attempts.len().to_string(),
         },
-    ];
-    let pages = CONTENT_PAGES
-        .iter()
-        .map(|(id, label)| link(&path, &format!("{id}.html"), *label))
-        .collect();
-    PageModel {
-        common: common(
-            ix.input,
-            &path,
-            "MCP server rankings",
-            "Rankings of MCP servers by how reliably fixed agent configurations complete seeded tasks.",
-        ),
-        path,
-        template: "home.html",
-        view: PageView::Home(HomeView {
-            ranked,
-            unranked,
-            facts,
-            pages,
-        }),
-    }
+    ]
 }
 
 /// Whether the ranked agents of a category agree, in one sentence (Methodology §8.6: a pair qualifies
