@@ -151,12 +151,12 @@ fn sample_attempt(bundle_id: &str, i: usize) -> AttemptRecord {
         server_id: "sample-server".into(),
         server_version: "1.0.0".into(),
         agent_id: "reference".into(),
-        model_id_pinned: if i % 2 == 0 {
+        model_id_pinned: if i.is_multiple_of(2) {
             None
         } else {
             Some("qwen3:14b".into())
         },
-        model_id_reported: if i % 3 == 0 {
+        model_id_reported: if i.is_multiple_of(3) {
             Some(String::new())
         } else {
             None
@@ -166,7 +166,7 @@ fn sample_attempt(bundle_id: &str, i: usize) -> AttemptRecord {
         tier: crate::task::Tier::Basic,
         class: crate::task::TaskClass::Core,
         capability: "select".into(),
-        task_set: if i % 4 == 0 {
+        task_set: if i.is_multiple_of(4) {
             crate::task::TaskSet::Private
         } else {
             crate::task::TaskSet::Dev
@@ -186,7 +186,7 @@ fn sample_attempt(bundle_id: &str, i: usize) -> AttemptRecord {
             1 => Some(String::new()),
             _ => None,
         },
-        answer_fallback: i % 5 == 0,
+        answer_fallback: i.is_multiple_of(5),
         started_at: started,
         ended_at: started + 2_000,
         duration_ms: 2,
@@ -197,9 +197,13 @@ fn sample_attempt(bundle_id: &str, i: usize) -> AttemptRecord {
             .then(|| "query".to_string()),
         tokens_in: Some(9_007_199_254_740_993 + i as i64),
         tokens_out: None,
-        cost_usd: if i % 2 == 0 { Some(0.000_123_4) } else { None },
-        cost_is_floor: i % 2 == 0,
-        cost_floor_reasons: (i % 2 == 0).then(|| "judge usage partial".to_string()),
+        cost_usd: if i.is_multiple_of(2) {
+            Some(0.000_123_4)
+        } else {
+            None
+        },
+        cost_is_floor: i.is_multiple_of(2),
+        cost_floor_reasons: (i.is_multiple_of(2)).then(|| "judge usage partial".to_string()),
         tape_mcp_path: tape_path(&attempt_id, Plane::Mcp),
         tape_mcp_sha256: String::new(),
         tape_agent_path: tape_path(&attempt_id, Plane::Agent),

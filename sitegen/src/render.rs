@@ -5,7 +5,6 @@
 use crate::escape::write_escaped;
 use crate::pages::PageModel;
 use minijinja::{AutoEscape, Environment, Output, State, UndefinedBehavior, Value, context};
-use std::fmt;
 
 /// Every template, by name, embedded from `templates/`.
 pub const TEMPLATES: &[(&str, &str)] = &[

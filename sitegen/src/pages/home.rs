@@ -18,7 +18,7 @@ pub fn home(ix: &Index<'_>) -> PageModel {
     let mut unranked = Vec::new();
     for (i, c) in ix.categories.iter().enumerate() {
         match home_category(ix, &path, i, c) {
-            HomeEntry::Ranked(h) => ranked.push(h),
+            HomeEntry::Ranked(h) => ranked.push(*h),
             HomeEntry::Unranked(u) => unranked.push(u),
         }
     }
@@ -47,7 +47,7 @@ pub fn home(ix: &Index<'_>) -> PageModel {
 
 /// A category on the home page: with a ranked board, or without one.
 enum HomeEntry {
-    Ranked(HomeCategory),
+    Ranked(Box<HomeCategory>),
     Unranked(HomeUnranked),
 }
 
@@ -118,7 +118,7 @@ fn home_category(ix: &Index<'_>, path: &str, i: usize, c: &str) -> HomeEntry {
                 .collect(),
         })
     } else {
-        HomeEntry::Ranked(HomeCategory {
+        HomeEntry::Ranked(Box::new(HomeCategory {
             id: visible(c),
             anchor: id_anchor,
             headline,
@@ -136,7 +136,7 @@ fn home_category(ix: &Index<'_>, path: &str, i: usize, c: &str) -> HomeEntry {
                 .map(|s| link(path, &paths::server(&s.id), visible(&s.display_name)))
                 .collect(),
             refusal,
-        })
+        }))
     }
 }
 
