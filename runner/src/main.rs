@@ -269,7 +269,7 @@ fn absolute(path: &std::path::Path) -> PathBuf {
 fn sweep_error(e: agentrank_runner::sweep::SweepError) -> anyhow::Result<Exit> {
     use agentrank_runner::sweep::SweepError;
     match e {
-        e @ (SweepError::Input { .. } | SweepError::Setup(_)) => {
+        e @ (SweepError::Input { .. } | SweepError::Setup(_) | SweepError::Sandbox(_)) => {
             eprintln!("error: {e}");
             Ok(Exit::BadInput)
         }

@@ -36,6 +36,9 @@ pub enum SweepError {
     Input { file: PathBuf, message: String },
     #[error("{0}")]
     Setup(String),
+    /// The isolation backend cannot run here (a program it needs is missing).
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error(transparent)]
     Attempt(#[from] SetupError),
     #[error(transparent)]

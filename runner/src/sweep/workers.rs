@@ -23,6 +23,8 @@ pub fn execute(
 ) -> Result<(BTreeMap<String, usize>, usize), SweepError> {
     let sweep = &plan.sweep;
     let backend = sweep.isolation;
+    // A sandbox that cannot start a server would be recorded as each server's failure.
+    crate::sandbox::check_programs(backend)?;
     if plan.catalog_sha256 != specs.catalog.catalog_sha256() {
         return Err(SweepError::Setup(format!(
             "{}: the task catalog changed since the plan was made (plan {}, now {})",

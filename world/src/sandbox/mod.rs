@@ -40,6 +40,70 @@ pub const FIXTURE_ADDR: Ipv4Addr = Ipv4Addr::new(11, 45, 0, 80);
 pub const DB_ADDR: Ipv4Addr = Ipv4Addr::new(11, 45, 0, 54);
 /// The default `PATH` of a sandboxed server that declares none (the equivalent of a container image's).
 pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The programs the `netns` backend runs around every server (the network namespace, entering it,
+/// dropping privileges, the filesystem sandbox), each with the Debian package that has it.
+pub const NETNS_PROGRAMS: [(&str, &str); 4] = [
+    ("ip", "iproute2"),
+    ("nsenter", "util-linux"),
+    ("setpriv", "util-linux"),
+    ("bwrap", "bubblewrap"),
+];
+
+/// The programs `backend` runs around a server that no directory of `path` (a `PATH` value) holds as
+/// an executable file, each with its Debian package; empty when all are there.
+pub fn missing_programs(
+    backend: IsolationBackend,
+    path: &std::ffi::OsStr,
+) -> Vec<(&'static str, &'static str)> {
+    let needed: &[(&'static str, &'static str)] = match backend {
+        IsolationBackend::Netns => &NETNS_PROGRAMS,
+        IsolationBackend::None => &[],
+    };
+    let executable = |p: PathBuf| {
+        std::fs::metadata(&p).is_ok_and(|m| {
+            m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+        })
+    };
+    needed
+        .iter()
+        .filter(|(program, _)| !std::env::split_paths(path).any(|d| executable(d.join(program))))
+        .copied()
+        .collect()
+}
+
+/// Refuses `backend` on this host when a program it runs around every server is missing from
+/// [`SANDBOX_PATH`] (where the sandbox wrapper looks them up), naming each program and its package:
+/// checked before a sweep runs anything, so that no attempt is recorded as the server's failure
+/// when the sandbox could not start it.
+pub fn check_programs(backend: IsolationBackend) -> Result<(), SandboxError> {
+    let missing = missing_programs(backend, std::ffi::OsStr::new(SANDBOX_PATH));
+    match missing_refusal(backend, &missing) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The refusal naming `missing` programs of `backend` and their packages; `None` when none is missing.
+fn missing_refusal(
+    backend: IsolationBackend,
+    missing: &[(&'static str, &'static str)],
+) -> Option<SandboxError> {
+    if missing.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = missing
+        .iter()
+        .map(|(program, package)| format!("`{program}` (Debian package {package})"))
+        .collect();
+    Some(SandboxError::Unsupported(
+        backend.as_str(),
+        format!(
+            "it runs every server under {}, not found in {SANDBOX_PATH}; install it, or run with `isolation = \"none\"` for development only",
+            named.join(" and ")
+        ),
+    ))
+}
+
 /// The `HOME` every sandboxed server gets.
 pub const SANDBOX_HOME: &str = "/home/runner";
 /// The `LANG` every sandboxed server gets.
@@ -555,5 +619,53 @@ impl UnisolatedWorld {
         }
         // Daemons that left the process group cannot be found without isolation; the report says so.
         (killed, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A program counts as present only as an executable file in a directory of the `PATH` given;
+    /// a missing one is named with its package, and the `none` backend needs none.
+    #[test]
+    fn a_missing_sandbox_program_is_named_with_its_package() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let other = tempfile::tempdir().expect("tempdir");
+        for (program, dir, mode) in [
+            ("ip", dir.path(), 0o755),
+            ("nsenter", dir.path(), 0o755),
+            ("setpriv", other.path(), 0o755),
+            // Present but not executable: as good as missing.
+            ("bwrap", dir.path(), 0o644),
+        ] {
+            let p = dir.join(program);
+            std::fs::write(&p, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        let path = std::env::join_paths([dir.path(), other.path()]).expect("path");
+        assert_eq!(
+            missing_programs(IsolationBackend::Netns, &path),
+            vec![("bwrap", "bubblewrap")]
+        );
+        let only_one = std::env::join_paths([dir.path()]).expect("path");
+        assert_eq!(
+            missing_programs(IsolationBackend::Netns, &only_one),
+            vec![("setpriv", "util-linux"), ("bwrap", "bubblewrap")]
+        );
+        assert!(missing_programs(IsolationBackend::None, std::ffi::OsStr::new("")).is_empty());
+        let refusal = missing_refusal(
+            IsolationBackend::Netns,
+            &missing_programs(IsolationBackend::Netns, &only_one),
+        )
+        .expect("refused")
+        .to_string();
+        assert!(
+            refusal.starts_with("the netns backend cannot do this here: it runs every server under `setpriv` (Debian package util-linux) and `bwrap` (Debian package bubblewrap), not found in "),
+            "{refusal}"
+        );
+        assert!(refusal.ends_with("run with `isolation = \"none\"` for development only"));
+        assert!(missing_refusal(IsolationBackend::Netns, &[]).is_none());
     }
 }
