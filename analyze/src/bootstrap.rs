@@ -22,16 +22,12 @@
 //! attempt counts is small, a resampled Completion is kept as the exact integer `Σ k · L / m` (value: code
 //! / (tasks · L)), so ties between servers are exact and percentiles are found by counting. Spearman
 //! correlations use doubled average ranks, whose sums are exact integers. The sensitivity view is
-//! resampled in the same pass as the headline, recomputing only the board rows whose cells differ. When
-//! every cell holds the same number of attempts (the usual sweep) and the processor has AVX2, the
-//! headline's draws run as vector code over all board rows at once (`dense`), drawing the very same
-//! numbers.
+//! resampled in the same pass as the headline, recomputing only the board rows whose cells differ.
 //!
 //! Threads: resamples are handed out in blocks of `CHUNK` to plain scoped threads, as many as the
 //! current rayon pool has (so `--threads` and a pool's `install` choose the count); a worker that runs
 //! out of blocks ends instead of waiting for more work.
 
-use crate::dense::{Dense, DenseDraws, Level};
 pub use crate::design::{Cell, CellId, Design};
 use crate::paired::{PairDifference, board_pairs};
 use crate::rng::{Stream, derive, hash_str};
@@ -477,30 +473,6 @@ struct Plan<'a> {
     sensitivity: Option<SensitivityPlan>,
     key: u64,
     layout: Layout,
-    /// The headline board's draws as vector code, when every cell has the same attempt count, Completion
-    /// is an exact code, (with agreement) every agent pair shares its whole board, and the processor runs
-    /// the vector kernel faster than the general loop.
-    dense: Option<DensePlan>,
-}
-
-/// When the headline's draws take the dense form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DenseUse {
-    /// When the design allows it and this processor runs the vector kernel faster than the general
-    /// loop (it has AVX2 or AVX-512).
-    WhenFaster,
-    /// When the design allows it, with the best kernel this processor runs (tests: dense against the
-    /// general loop).
-    #[cfg_attr(not(test), allow(dead_code))]
-    Always,
-    #[cfg_attr(not(test), allow(dead_code))]
-    Never,
-}
-
-/// [`Dense`] with the code of one pass, `L / m`.
-struct DensePlan {
-    dense: Dense,
-    unit: f64,
 }
 
 /// One drawn task and its copies: `copies` of them, at positions `first..first + copies` of the draw
@@ -538,11 +510,6 @@ struct Scratch {
     keys: Vec<(u64, u32)>,
     rx: Vec<f64>,
     ry: Vec<f64>,
-    /// Dense draws: each position's task, and the draws.
-    position_tasks: Vec<usize>,
-    dense: DenseDraws,
-    k_counts: Vec<u32>,
-    doubled_of_k: Vec<i16>,
 }
 
 /// Spearman through the scratch buffers (no allocation per call).
@@ -688,40 +655,6 @@ fn doubled_of_counts16(counts: &[u32], doubled_of: &mut Vec<i16>) -> f64 {
     ss
 }
 
-/// [`doubled_ranks_of_ids16`] for dense draws: the cells of board rows `rows` at every position of the
-/// position-major pass counts `ks` (`row_n` rows per position), ranked by pass count (all cells have the
-/// same attempt count, so pass counts order and tie exactly like rates), into `out` position by position;
-/// `row_counts[k * row_n + r]` counts the positions where row `r` drew `k`.
-fn doubled_ranks_of_counts16(
-    ks: &[u8],
-    row_counts: &[u16],
-    row_n: usize,
-    rows: std::ops::Range<usize>,
-    counts: &mut Vec<u32>,
-    doubled_of: &mut Vec<i16>,
-    out: &mut Vec<i16>,
-) -> f64 {
-    counts.clear();
-    counts.extend(
-        row_counts
-            .chunks_exact(row_n)
-            .map(|c| c[rows.clone()].iter().map(|&n| u32::from(n)).sum::<u32>()),
-    );
-    let ss = doubled_of_counts16(counts, doubled_of);
-    // A table for every byte, so that the lookup needs no bounds check.
-    let mut table = [0i16; 256];
-    table[..doubled_of.len()].copy_from_slice(doubled_of);
-    let width = rows.len();
-    out.clear();
-    out.resize(ks.len() / row_n * width, 0);
-    for (position, out) in ks.chunks_exact(row_n).zip(out.chunks_exact_mut(width)) {
-        for (o, &k) in out.iter_mut().zip(&position[rows.clone()]) {
-            *o = table[usize::from(k)];
-        }
-    }
-    ss
-}
-
 /// Spearman's ρ of two 16-bit doubled rank vectors (see [`correlation_of_doubled`]).
 fn correlation_of_doubled16(x: &[i16], sxx: f64, y: &[i16], syy: f64) -> Option<f64> {
     if y.len() != x.len() {
@@ -844,22 +777,7 @@ impl Plan<'_> {
 
         scratch.sums.clear();
         scratch.sums.resize(rows, 0.0);
-        if let Some(dp) = &self.dense {
-            scratch.position_tasks.clear();
-            for d in &scratch.drawn {
-                scratch
-                    .position_tasks
-                    .extend(std::iter::repeat_n(d.task, d.copies));
-            }
-            dp.dense.draw(
-                &scratch.position_tasks,
-                &scratch.sorted_keys,
-                &mut scratch.dense,
-            );
-            for (r, s) in scratch.sums.iter_mut().enumerate() {
-                *s = scratch.dense.passes(r) as f64 * dp.unit;
-            }
-        } else if self.agreement && self.n_rates <= COUNTING_MAX {
+        if self.agreement && self.n_rates <= COUNTING_MAX {
             scratch.ids.resize(rows * t_n, 0);
             scratch.hist.clear();
             scratch.hist.resize(design.agents.len() * self.n_rates, 0);
@@ -956,19 +874,9 @@ impl Plan<'_> {
         // whose common servers are both agents' whole boards (the usual case).
         scratch.cell_ranks16.resize_with(n_agents, Vec::new);
         for a in 0..n_agents {
-            // The agent's rate ids (general loop only).
+            // The agent's rate ids.
             let ids = self.off[a] * t_n..self.off[a + 1] * t_n;
-            scratch.cell_ss[a] = if let Some(dp) = &self.dense {
-                doubled_ranks_of_counts16(
-                    &scratch.dense.ks,
-                    &scratch.dense.row_counts,
-                    dp.dense.stride(),
-                    self.off[a]..self.off[a + 1],
-                    &mut scratch.k_counts,
-                    &mut scratch.doubled_of_k,
-                    &mut scratch.cell_ranks16[a],
-                )
-            } else if self.cells16 {
+            scratch.cell_ss[a] = if self.cells16 {
                 doubled_ranks_of_ids16(
                     &scratch.ids[ids],
                     &scratch.hist[a * self.n_rates..(a + 1) * self.n_rates],
@@ -1227,7 +1135,7 @@ pub fn category_key(seed: u64, category: &str) -> u64 {
 /// Run the cluster bootstrap of one category with `resamples` resamples (on as many threads as the current
 /// rayon pool has; the result does not depend on the number of threads).
 pub fn cluster_bootstrap(design: &Design, seed: u64, resamples: usize) -> BootstrapResult {
-    bootstrap_with(design, None, seed, resamples, true, DenseUse::WhenFaster).0
+    bootstrap_with(design, None, seed, resamples, true).0
 }
 
 /// The bootstrap without the agreement statistics (the sensitivity view needs only Completion and ranks).
@@ -1236,7 +1144,7 @@ pub fn cluster_bootstrap_completion(
     seed: u64,
     resamples: usize,
 ) -> BootstrapResult {
-    bootstrap_with(design, None, seed, resamples, false, DenseUse::WhenFaster).0
+    bootstrap_with(design, None, seed, resamples, false).0
 }
 
 /// The headline bootstrap (with agreement) and the sensitivity view's (Completion and ranks only) in one
@@ -1265,14 +1173,7 @@ pub fn cluster_bootstrap_with_sensitivity(
             cluster_bootstrap_completion(sensitivity, seed, resamples),
         );
     }
-    let (h, s) = bootstrap_with(
-        headline,
-        Some(sensitivity),
-        seed,
-        resamples,
-        true,
-        DenseUse::WhenFaster,
-    );
+    let (h, s) = bootstrap_with(headline, Some(sensitivity), seed, resamples, true);
     let s = s.unwrap_or_else(|| cluster_bootstrap_completion(sensitivity, seed, resamples));
     (h, s)
 }
@@ -1403,7 +1304,6 @@ fn bootstrap_with(
     seed: u64,
     resamples: usize,
     agreement: bool,
-    dense_use: DenseUse,
 ) -> (BootstrapResult, Option<BootstrapResult>) {
     let pairs = pair_plans(design);
     let off = offsets(design);
@@ -1436,21 +1336,6 @@ fn bootstrap_with(
             .servers
             .iter()
             .all(|s| s.len() * design.tasks.len() <= SMALL_RANKS_MAX);
-    let level = crate::dense::best();
-    let dense = scale
-        .filter(|_| match dense_use {
-            DenseUse::WhenFaster => level >= Level::Avx2,
-            DenseUse::Always => true,
-            DenseUse::Never => false,
-        })
-        .filter(|_| !agreement || (cells16 && pairs.iter().all(|p| p.whole_boards)))
-        .and_then(|l| {
-            let dense = Dense::new(design, level)?;
-            Some(DensePlan {
-                unit: (l / dense.m() as u64) as f64,
-                dense,
-            })
-        });
     let plan = Plan {
         design,
         t_n: design.tasks.len(),
@@ -1464,7 +1349,6 @@ fn bootstrap_with(
         sensitivity: sens_plan,
         key: category_key(seed, &design.category),
         layout,
-        dense,
     };
     let draws = plan.run(resamples);
     let point = point_completion(design);
@@ -1521,121 +1405,4 @@ fn bootstrap_with(
             pair_differences(design, &plan.off, scale, &headline.completion_point, &draws);
     }
     (headline, sens_result)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A crossed design: `agents` × `servers` × `tasks` cells of `m(agent, server, task)` attempts, pass
-    /// probabilities spread so that some cells are all PASS, some all FAIL and most move.
-    fn design(
-        agents: usize,
-        servers: usize,
-        tasks: usize,
-        m: impl Fn(usize, usize, usize) -> usize,
-        seed: u64,
-    ) -> Design {
-        let mut s = Stream::new(seed);
-        let cells = (0..agents)
-            .map(|a| {
-                (0..servers)
-                    .map(|sv| {
-                        let skill = (sv + 1) as f64 / (servers + 1) as f64;
-                        (0..tasks)
-                            .map(|t| {
-                                let ids: Vec<String> = (0..m(a, sv, t))
-                                    .map(|i| format!("{a}/{sv}/{t}/{i}"))
-                                    .collect();
-                                let outcomes: Vec<bool> = ids
-                                    .iter()
-                                    .map(|_| {
-                                        ((s.next_u64() >> 11) as f64) < skill * (1u64 << 53) as f64
-                                    })
-                                    .collect();
-                                let (agent, server, task) =
-                                    (format!("a{a}"), format!("s{sv}"), format!("t{t}"));
-                                let id = CellId {
-                                    category: "c",
-                                    agent: &agent,
-                                    server: &server,
-                                    task: &task,
-                                };
-                                Cell::new(id, ids.iter().map(String::as_str).zip(outcomes))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        Design {
-            category: "c".into(),
-            tasks: (0..tasks).map(|t| format!("t{t}")).collect(),
-            agents: (0..agents).map(|a| format!("a{a}")).collect(),
-            servers: vec![(0..servers).map(|sv| format!("s{sv}")).collect(); agents],
-            cells,
-        }
-    }
-
-    #[test]
-    fn dense_draws_give_the_general_loops_results() {
-        // Boards of 3 to 37 rows (padding from 13 rows to none), 1 to 9 attempts per cell.
-        for (agents, servers, tasks, m) in
-            [(3, 1, 7, 1), (4, 8, 18, 5), (3, 5, 12, 3), (1, 37, 4, 9)]
-        {
-            let d = design(agents, servers, tasks, |_, _, _| m, 7 + m as u64);
-            assert!(Dense::new(&d, Level::Portable).is_some());
-            for resamples in [1, 300] {
-                let general = bootstrap_with(&d, None, 5, resamples, true, DenseUse::Never).0;
-                let dense = bootstrap_with(&d, None, 5, resamples, true, DenseUse::Always).0;
-                assert_eq!(general, dense, "{agents}x{servers}x{tasks}, m = {m}");
-                let general = bootstrap_with(&d, None, 5, resamples, false, DenseUse::Never).0;
-                let dense = bootstrap_with(&d, None, 5, resamples, false, DenseUse::Always).0;
-                assert_eq!(general, dense, "completion only, m = {m}");
-            }
-        }
-    }
-
-    #[test]
-    fn dense_draws_with_the_sensitivity_view_give_the_general_results() {
-        let headline = design(4, 6, 10, |_, _, _| 5, 11);
-        // The sensitivity view counts two more attempts (as FAIL) in a few cells.
-        let mut sensitivity = headline.clone();
-        for (a, sv, t) in [(0, 1, 2), (2, 5, 9), (3, 0, 0)] {
-            let c = &sensitivity.cells[a][sv][t];
-            let mut passes = c.passes.clone();
-            passes.extend([false, false]);
-            sensitivity.cells[a][sv][t] = Cell::from_parts(passes, c.key ^ 1);
-        }
-        let general = bootstrap_with(&headline, Some(&sensitivity), 3, 200, true, DenseUse::Never);
-        let dense = bootstrap_with(
-            &headline,
-            Some(&sensitivity),
-            3,
-            200,
-            true,
-            DenseUse::Always,
-        );
-        assert_eq!(general.0, dense.0);
-        assert_eq!(general.1, dense.1);
-        assert!(dense.1.is_some());
-    }
-
-    #[test]
-    fn dense_form_needs_one_attempt_count() {
-        let dense = |d: Design| Dense::new(&d, Level::Portable);
-        assert!(
-            dense(design(
-                2,
-                3,
-                4,
-                |a, _, t| 4 + usize::from(a == 1 && t == 3),
-                1
-            ))
-            .is_none()
-        );
-        assert!(dense(design(2, 3, 4, |_, _, _| 0, 1)).is_none());
-        assert!(dense(design(2, 3, 4, |_, _, _| 65, 1)).is_none());
-        assert!(dense(design(2, 3, 4, |_, _, _| 64, 1)).is_some());
-    }
 }

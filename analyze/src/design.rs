@@ -1,5 +1,5 @@
 //! What the bootstrap resamples: a cell's outcomes with its stream key and its binomial thresholds,
-//! and a category's crossed design of cells. Shared by the bootstrap and its dense kernels.
+//! and a category's crossed design of cells. Shared by the bootstrap and the paired differences.
 
 use crate::rng::{derive, hash_str};
 use crate::stats::binomial::binom_cdf;

@@ -18,7 +18,6 @@ pub mod analysis;
 pub mod bootstrap;
 pub mod config;
 pub mod conformance;
-mod dense;
 pub mod design;
 pub mod history;
 pub mod input;

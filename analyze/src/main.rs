@@ -148,22 +148,7 @@ fn parse_pair(spec: &str) -> Result<(String, String)> {
     }
 }
 
-/// Make the system allocator keep freed memory instead of returning it to the kernel. glibc serves
-/// blocks above its mmap threshold (initially 128 KiB) with fresh mappings and unmaps them on free, and
-/// trims the heap's top beyond twice that, so the analysis's many short-lived buffers of a few MiB
-/// (tables being read, Parquet pages, bootstrap columns) are faulted in page by page again and again.
-/// Freeing one mapped block raises both thresholds to its size (mallopt(3), "dynamic mmap threshold"):
-/// one untouched 16 MiB block, allocated and freed, lets later blocks up to that size come from the heap
-/// and be reused. Other allocators are unaffected beyond one untouched reservation. Measured over the
-/// benchmark input (3 × 8 × 18 × 4 × 5, B = 10,000), release builds alternating, 9 runs each, CPU time
-/// from wait4: 0.194 s with it, 0.200 s without (1.03x); numpy's reference took 6.0 s in the same
-/// session, so the analysis is 30x numpy without it and 31x with it.
-fn keep_freed_memory() {
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(16 << 20)));
-}
-
 fn main() -> ExitCode {
-    keep_freed_memory();
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {

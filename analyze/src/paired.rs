@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn the_replayed_draws_are_the_boards_own() {
-        // Equal and unequal attempt counts (the dense and the general paths of the board).
+        // Equal and unequal attempt counts (every cell drawn alike, and the cells of other sizes).
         for m in [3usize, 4] {
             let mut d = design(5, 9, m);
             if m == 4 {

@@ -227,13 +227,13 @@ fn tolerance(sd: f64, step: f64) -> f64 {
     5.0 * std::f64::consts::SQRT_2 * se + step
 }
 
-/// Every cell holds five attempts: the board's draws take the dense (vector) form.
+/// Every cell holds five attempts (the usual sweep).
 #[test]
 fn agreement_intervals_match_an_independent_task_and_attempt_bootstrap() {
     check(outcomes());
 }
 
-/// Two cells stopped at two agreeing attempts (the adaptive rule): the general loop draws.
+/// Two cells stopped at two agreeing attempts (the adaptive rule): cells of different sizes.
 #[test]
 fn agreement_intervals_match_it_with_mixed_attempt_counts() {
     let mut out = outcomes();
