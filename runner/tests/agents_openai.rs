@@ -57,7 +57,7 @@ impl Drop for TestEndpoint {
 }
 
 fn streams() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/streams")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents/tests/streams")
 }
 
 fn recorded(name: &str) -> String {

@@ -61,7 +61,7 @@ impl Fake {
         self.dir.path().join("out")
     }
     fn env(&self, stream: &str, delay: &str, hang: bool, exit: i32) -> BTreeMap<String, String> {
-        let streams = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/streams");
+        let streams = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents/tests/streams");
         BTreeMap::from([
             ("FAKE_OUT".to_string(), self.out().display().to_string()),
             (

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use agentrank_runner::agents::{RunEnd, claude, codex, settle_cli};
+use agentrank_agents::{RunEnd, claude, codex, settle_cli};
 
 fn stream(name: &str) -> Vec<(i64, String)> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -265,7 +265,7 @@ fn codex_errors_retried_or_final() {
 
 #[test]
 fn an_agent_tape_round_trips_through_the_schema_writer() {
-    use agentrank_runner::agents::{AgentRun, Spend};
+    use agentrank_agents::{AgentRun, Spend};
     use agentrank_schema::tape::{TapeLine, decode_tape, encode_tape};
     let p = claude::parse_stream(&stream("claude_pass.jsonl"), "agentrank");
     let (signals, spend) = settle_cli(&p, &RunEnd::Finished { exit_code: 0 }, "", "claude");

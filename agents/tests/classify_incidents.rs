@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use agentrank_runner::agents::{ParsedStream, RunEnd, claude, codex, settle_cli};
-use agentrank_runner::classify::{HarnessFault, WireFacts, classify, pending_server_call_on_wire};
-use agentrank_runner::verify::answer::{exact_matches, parse_answer};
-use agentrank_runner::verify::wire::WireDir;
+use agentrank_agents::{ParsedStream, RunEnd, claude, codex, settle_cli};
+use agentrank_catalog::classify::{HarnessFault, WireFacts, classify, pending_server_call_on_wire};
+use agentrank_catalog::verify::answer::{exact_matches, parse_answer};
+use agentrank_catalog::verify::wire::WireDir;
 use agentrank_schema::outcome::OutcomeClass;
 use agentrank_schema::predicate::AnswerValue;
 
@@ -370,7 +370,7 @@ fn the_wire_tape_names_the_pending_call() {
     assert_eq!(answered, None);
     // The wire's count of calls is what the attempt passes to the classifier.
     let summary =
-        agentrank_runner::verify::wire::summarize(wire.iter().map(|(d, r)| (*d, r.as_str())));
+        agentrank_catalog::verify::wire::summarize(wire.iter().map(|(d, r)| (*d, r.as_str())));
     assert_eq!(summary.server_calls, 2);
 }
 
