@@ -8,12 +8,15 @@
 //! A real server (dbhub on PostgreSQL) in the netns sandbox; needs them installed
 //! (`cargo xtask test` does it) and root.
 
+mod support;
+
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
 use agentrank_test_support::{cache_dir as cache, workspace as root};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::bundles::assert_equivalent;
 
 const SWEEP: &str = r#"
 sweep_id = "resume-test"
@@ -32,7 +35,7 @@ tasks = ["db-distinct", "db-missing-table"]
 "#;
 
 fn runner(args: &[&str], out: &Path, sweep: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentrank-run"));
+    let mut c = Command::new(support::agentrank_run());
     c.current_dir(root())
         .args(args)
         .arg(sweep)
@@ -64,125 +67,6 @@ fn run_to_end_pid(out: &Path, sweep: &Path) -> (PathBuf, u32) {
         PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         pid,
     )
-}
-
-/// A slot of the plan: (category, server, agent, task, attempt index).
-type Slot = (String, String, String, String, i64);
-
-fn slot_of(a: &agentrank_schema::records::AttemptRecord) -> Slot {
-    (
-        a.category.clone(),
-        a.server_id.clone(),
-        a.agent_id.clone(),
-        a.task_id.clone(),
-        a.attempt_index,
-    )
-}
-
-/// Slots where the harness re-ran an attempt (a re-run class: a server that did not start, …): real
-/// servers under load do that now and then, and the re-run gets a new seed, so such slots are compared by
-/// their existence only.
-fn rerun_slots(dir: &Path) -> BTreeSet<Slot> {
-    read_bundle(dir)
-        .expect("read")
-        .tables
-        .attempts
-        .iter()
-        .filter(|a| a.rerun_index > 0 || a.outcome.is_rerun_class())
-        .map(slot_of)
-        .collect()
-}
-
-/// Every table's rows with the wall-clock fields (and the tape hashes, whose bytes carry times) blanked,
-/// leaving out the rows of the given slots.
-fn comparable(dir: &Path, skip: &BTreeSet<Slot>) -> String {
-    let b = read_bundle(dir).expect("read");
-    let mut t = b.tables;
-    let skipped: BTreeSet<String> = t
-        .attempts
-        .iter()
-        .filter(|a| skip.contains(&slot_of(a)))
-        .map(|a| a.attempt_id.clone())
-        .collect();
-    t.attempts.retain(|a| !skipped.contains(&a.attempt_id));
-    t.tool_calls.retain(|r| !skipped.contains(&r.attempt_id));
-    t.verifier_results
-        .retain(|r| !skipped.contains(&r.attempt_id));
-    t.fixture_health
-        .retain(|r| !skipped.contains(&r.attempt_id));
-    t.task_instances
-        .retain(|r| !skipped.contains(&r.attempt_id));
-    t.controls.retain(|r| {
-        !skipped.contains(&r.attempt_id)
-            && r.control_kind != agentrank_schema::role::ControlKind::Smoke
-    });
-    for a in &mut t.attempts {
-        a.started_at = 0;
-        a.ended_at = 0;
-        a.duration_ms = 0;
-        a.tape_mcp_sha256.clear();
-        a.tape_agent_sha256.clear();
-    }
-    for c in &mut t.tool_calls {
-        c.request_at = 0;
-        c.response_at = c.response_at.map(|_| 0);
-        c.latency_ms = c.latency_ms.map(|_| 0.0);
-    }
-    for h in &mut t.fixture_health {
-        h.checked_at = 0;
-        h.latency_ms = h.latency_ms.map(|_| 0.0);
-    }
-    format!(
-        "{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}",
-        t.attempts,
-        t.tool_calls,
-        t.verifier_results,
-        t.controls,
-        t.fixture_health,
-        t.task_instances
-    )
-}
-
-/// Compares two bundles: the same slots, and the same rows for every slot neither had to re-run.
-fn assert_equivalent(got: &Path, want: &Path, what: &str) {
-    let slots = |d: &Path| -> BTreeSet<Slot> {
-        read_bundle(d)
-            .expect("read")
-            .tables
-            .attempts
-            .iter()
-            .map(slot_of)
-            .collect()
-    };
-    assert_eq!(slots(got), slots(want), "{what}: different slots");
-    let mut skip = rerun_slots(got);
-    skip.extend(rerun_slots(want));
-    let total = slots(want).len();
-    assert!(
-        skip.len() * 4 <= total,
-        "{what}: {} of {total} slots needed re-runs: too flaky to compare",
-        skip.len()
-    );
-    assert_same(&comparable(got, &skip), &comparable(want, &skip), what);
-}
-
-/// Panics naming the first line where two comparable renderings differ.
-fn assert_same(got: &str, want: &str, what: &str) {
-    if got == want {
-        return;
-    }
-    let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
-    let i = g
-        .iter()
-        .zip(&w)
-        .position(|(a, b)| a != b)
-        .unwrap_or(g.len().min(w.len()));
-    let lo = i.saturating_sub(12);
-    panic!(
-        "{what}: differs at line {i}:\n--- got\n{}\n--- want\n{}",
-        g[lo..(i + 3).min(g.len())].join("\n"),
-        w[lo..(i + 3).min(w.len())].join("\n")
-    );
 }
 
 /// Pids of processes whose command line mentions `needle`.
@@ -321,7 +205,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
 
     // Four shards in four processes, merged.
     let plan = tmp.path().join("plan.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let o = Command::new(support::agentrank_run())
         .current_dir(root())
         .arg("plan")
         .arg(&sweep)
@@ -331,7 +215,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         .expect("plan");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // A shard refuses a plan whose timeout budgets are not frozen yet (Methodology §6.4).
-    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let o = Command::new(support::agentrank_run())
         .current_dir(root())
         .args(["run-shard", "--plan"])
         .arg(&plan)
@@ -345,7 +229,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
     assert!(String::from_utf8_lossy(&o.stderr).contains("agentrank-run calibrate"));
     // Calibration once, into its own directory; the plan file gets the budgets.
     let calibration = tmp.path().join("calibration");
-    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let o = Command::new(support::agentrank_run())
         .current_dir(root())
         .args(["calibrate", "--plan"])
         .arg(&plan)
@@ -366,7 +250,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         let dir = tmp.path().join(format!("shard-{i}"));
         dirs.push(dir.clone());
         children.push(
-            Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+            Command::new(support::agentrank_run())
                 .current_dir(root())
                 .args(["run-shard", "--plan"])
                 .arg(&plan)
@@ -389,7 +273,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
         );
     }
     let merged_out = tmp.path().join("merged");
-    let o = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
+    let o = Command::new(support::agentrank_run())
         .current_dir(root())
         .args(["merge", "--plan"])
         .arg(&plan)
