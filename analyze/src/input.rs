@@ -2,6 +2,7 @@
 //! [`Input`]; every statistic and gate reads only this. Pure data, no IO.
 
 use agentrank_schema::OutcomeClass;
+use agentrank_schema::role::BuiltinAgent;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -23,27 +24,35 @@ impl NullModel {
         NullModel::StubbedEmpty,
         NullModel::RandomArgs,
     ];
-    pub fn as_str(self) -> &'static str {
+    /// The built-in agent that is this null model.
+    pub fn agent(self) -> BuiltinAgent {
         match self {
-            NullModel::NoTools => "no-tools",
-            NullModel::StubbedEmpty => "stubbed-empty",
-            NullModel::RandomArgs => "random-args",
+            NullModel::NoTools => BuiltinAgent::NoTools,
+            NullModel::StubbedEmpty => BuiltinAgent::StubbedEmpty,
+            NullModel::RandomArgs => BuiltinAgent::RandomArgs,
         }
     }
-    /// Parse `no-tools`, `stubbed-empty`, `random-args` (also with a `null-` or `null:` prefix, and the
-    /// spelled-out `random-valid-arguments`).
+    /// The null model's agent id (the built-in agent's word).
+    pub fn as_str(self) -> &'static str {
+        self.agent().as_str()
+    }
+    /// Parse a null model's agent id `no-tools`, `stubbed-empty`, `random-args` (also with a `null-` or
+    /// `null:` prefix, with underscores, and the spellings `notools`, `stub-empty` and
+    /// `random-valid-arguments` that plain attempts tables use).
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim();
         let s = s
             .strip_prefix("null-")
             .or_else(|| s.strip_prefix("null:"))
             .unwrap_or(s);
-        match s {
-            "no-tools" | "notools" | "no_tools" => Some(NullModel::NoTools),
-            "stubbed-empty" | "stubbed_empty" | "stub-empty" => Some(NullModel::StubbedEmpty),
-            "random-args" | "random_args" | "random-valid-arguments" => Some(NullModel::RandomArgs),
-            _ => None,
-        }
+        let word = match s {
+            "notools" => "no-tools",
+            "stub-empty" => "stubbed-empty",
+            "random-valid-arguments" => "random-args",
+            s => s,
+        };
+        let word = word.replace('_', "-");
+        NullModel::ALL.into_iter().find(|m| m.as_str() == word)
     }
 }
 
@@ -208,5 +217,36 @@ impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
         // Spread the high bits down: the table indexes with the low bits.
         self.0 ^ (self.0 >> 29)
+    }
+}
+
+#[cfg(test)]
+mod null_model_tests {
+    use super::*;
+
+    /// The null models' ids are the built-in agents' words; the other spellings of plain attempts
+    /// tables read as the same model, and nothing else does.
+    #[test]
+    fn null_models_are_the_builtin_agents_words() {
+        for m in NullModel::ALL {
+            assert_eq!(BuiltinAgent::of(m.as_str()), Some(m.agent()));
+            assert!(m.agent().is_null_model());
+            assert_eq!(NullModel::parse(m.as_str()), Some(m));
+            assert_eq!(NullModel::parse(&format!("null-{}", m.as_str())), Some(m));
+            assert_eq!(NullModel::parse(&format!(" null:{} ", m.as_str())), Some(m));
+        }
+        for (s, m) in [
+            ("notools", NullModel::NoTools),
+            ("no_tools", NullModel::NoTools),
+            ("stubbed_empty", NullModel::StubbedEmpty),
+            ("stub-empty", NullModel::StubbedEmpty),
+            ("random_args", NullModel::RandomArgs),
+            ("random-valid-arguments", NullModel::RandomArgs),
+        ] {
+            assert_eq!(NullModel::parse(s), Some(m), "{s}");
+        }
+        for s in ["reference", "no-server", "", "null-", "random"] {
+            assert_eq!(NullModel::parse(s), None, "{s}");
+        }
     }
 }
