@@ -264,3 +264,29 @@ fn parquet_attempts_table_gives_the_same_numbers_as_csv() {
     }
     assert_eq!(docs[0]["categories"], docs[1]["categories"]);
 }
+
+/// Methodology §8.6: agents broadly agree only when at least 3 pairs qualify, so two agents (one pair)
+/// never do, however well that pair agrees; `analysis.json` says so with the count the site uses.
+#[test]
+fn one_agent_pair_never_broadly_agrees() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = Spec {
+        categories: 1,
+        agents: 2,
+        ..Spec::full_size(5)
+    };
+    let (a, t, c) = write_sweep(tmp.path(), &spec);
+    let out = tmp.path().join("o");
+    run(&a, &t, &c, &out, 2);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("analysis.json")).expect("json"))
+            .expect("parse");
+    let agreement = &doc["categories"]["databases"]["agreement"];
+    assert_eq!(agreement["pairs"].as_array().expect("pairs").len(), 1);
+    assert_eq!(
+        agreement["required_pairs"],
+        agentrank_schema::analysis::PAIRS_TO_AGREE as i64
+    );
+    assert!(agreement["qualifying_pairs"].as_i64().expect("count") <= 1);
+    assert_eq!(agreement["broadly_agree"], false, "{agreement}");
+}

@@ -833,6 +833,11 @@ pub struct AgreementPair {
     pub qualifies: bool,
 }
 
+/// Methodology §8.6: agents "broadly agree" in a category only if at least this many agent pairs
+/// qualify (3 of the 6 pairs four agents make); with fewer pairs the rule cannot be met. The analysis
+/// (`required_pairs`, `broadly_agree`) and the site decide by it alike.
+pub const PAIRS_TO_AGREE: usize = 3;
+
 /// The category's agreement block.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {

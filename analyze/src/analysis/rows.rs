@@ -211,11 +211,11 @@ pub(super) fn agreement_rows(
             qualifies,
         });
     }
-    let required = pairs.len().div_ceil(2);
+    let required = agentrank_schema::analysis::PAIRS_TO_AGREE;
     let agreement = Agreement {
         qualifying_pairs: qualifying as i64,
         required_pairs: required as i64,
-        broadly_agree: !pairs.is_empty() && qualifying >= required,
+        broadly_agree: qualifying >= required,
         pairs,
     };
     (rows, agreement)

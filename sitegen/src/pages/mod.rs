@@ -326,9 +326,8 @@ pub(crate) fn pair_qualifies(p: &crate::input::AgreementPair) -> bool {
         && p.cells_spearman.is_some_and(|i| i.low >= 0.4)
 }
 
-/// Methodology §8.6: agents "broadly agree" in a category only if at least this many agent pairs
-/// qualify (3 of the 6 pairs four agents make); with fewer pairs the rule cannot be met.
-pub(crate) const PAIRS_TO_AGREE: usize = 3;
+/// Methodology §8.6's count of qualifying pairs, shared with the analysis.
+pub(crate) use agentrank_schema::analysis::PAIRS_TO_AGREE;
 
 pub(crate) fn link(from: &str, to: &str, text: impl Into<String>) -> Link {
     Link {
