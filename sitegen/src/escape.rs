@@ -3,16 +3,11 @@
 
 use std::fmt;
 
-/// Escape text for HTML: `&`, `<`, `>`, `"` and `'` (enough for element content and double- or
-/// single-quoted attribute values; `/` is left alone so links stay readable).
-pub fn escape_html(s: &str, out: &mut String) {
-    // `fmt::Write` for `String` cannot fail.
-    let _ = write_escaped(s, out);
-}
-
-/// [`escape_html`] into any writer: runs of ordinary bytes are copied whole, only the five special
-/// bytes (all ASCII, so never inside a multi-byte character) are replaced.
-pub(crate) fn write_escaped(s: &str, out: &mut impl fmt::Write) -> fmt::Result {
+/// Escape text for HTML into any writer: `&`, `<`, `>`, `"` and `'` (enough for element content and
+/// double- or single-quoted attribute values; `/` is left alone so links stay readable). Runs of
+/// ordinary bytes are copied whole; the five special bytes are ASCII, so never inside a multi-byte
+/// character.
+pub fn write_escaped(s: &str, out: &mut impl fmt::Write) -> fmt::Result {
     let bytes = s.as_bytes();
     let mut from = 0;
     for (i, b) in bytes.iter().enumerate() {
@@ -31,10 +26,11 @@ pub(crate) fn write_escaped(s: &str, out: &mut impl fmt::Write) -> fmt::Result {
     out.write_str(&s[from..])
 }
 
-/// [`escape_html`] into a new string.
+/// [`write_escaped`] into a new string.
 pub fn escaped(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    escape_html(s, &mut out);
+    // `fmt::Write` for `String` cannot fail.
+    let _ = write_escaped(s, &mut out);
     out
 }
 

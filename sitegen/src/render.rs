@@ -65,7 +65,7 @@ impl TemplateError {
     }
 }
 
-/// The formatter: strings not marked safe are escaped with [`crate::escape::escape_html`] in HTML templates;
+/// The formatter: strings not marked safe are escaped with [`write_escaped`] in HTML templates;
 /// everything else goes through minijinja's own formatter.
 fn format_value(
     out: &mut Output,

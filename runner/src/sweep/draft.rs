@@ -9,9 +9,9 @@ use crate::plan::make_plan;
 use crate::roster::Roster;
 use crate::sandbox::IsolationBackend;
 use agentrank_schema::bundle::Staging;
-use agentrank_schema::manifest::PlanFile;
 use agentrank_schema::manifest::{
-    LockManifest, LockedAgent, LockedServer, ManifestDraft, TaskLintFinding, TaskLintRecord,
+    LockManifest, LockedAgent, LockedServer, ManifestDraft, PlanFile, TaskLintFinding,
+    TaskLintRecord,
 };
 use agentrank_schema::sweep::{AttemptRule, Plan};
 use std::collections::BTreeMap;
