@@ -49,7 +49,7 @@ fn root() -> &'static Path {
 }
 
 fn script() -> PathBuf {
-    root().join("runner/tests/support/misbehaving_server.py")
+    agentrank_test_support::misbehaving_server_script()
 }
 
 /// The modes the misbehaving server documents (its docstring's `Modes` list).

@@ -1,5 +1,5 @@
 //! The minimal loop against a real local HTTP endpoint that speaks the Ollama `/api/chat` and OpenAI
-//! chat-completions wire formats, and a real MCP server (the purpose-built one under `tests/support`,
+//! chat-completions wire formats, and a real MCP server (the purpose-built one of `test-support`,
 //! reached through the real `agentrank-run tap`). No model runs here, so the endpoint is a small
 //! deterministic "model": with tools and no tool result yet it calls the first tool with the last word of
 //! the task prompt; after a tool result it answers with that result; without tools it gives up.

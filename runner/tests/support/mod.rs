@@ -1,15 +1,10 @@
-//! Shared helpers for the roster, MCP and tap tests: the purpose-built misbehaving server, the install
-//! cache the tests share, and launch contexts for real servers.
+//! Shared helpers for the roster, agent and tap tests: the install cache the tests share, launch
+//! contexts for real servers, and (from the MCP crate's test support) the misbehaving server.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-use agentrank_runner::mcp::ClientOptions;
-use agentrank_runner::roster::{
-    InstallOptions, InstalledServer, LaunchContext, ResolvedLaunch, Roster,
-};
+use agentrank_runner::roster::{InstallOptions, InstalledServer, LaunchContext, Roster};
 
 #[allow(unused_imports)] // each test binary uses a part
 pub use agentrank_test_support::proc::{alive, children_of, processes_with_env};
@@ -45,47 +40,8 @@ pub fn context(installed: &InstalledServer, tmp: &Path) -> LaunchContext {
     ctx
 }
 
-fn python() -> String {
-    for candidate in ["/usr/bin/python3", "/usr/local/bin/python3"] {
-        if Path::new(candidate).exists() {
-            return candidate.to_string();
-        }
-    }
-    "python3".to_string()
-}
-
-/// The misbehaving server in one of its modes.
-pub fn misbehaving(mode: &str) -> ResolvedLaunch {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/misbehaving_server.py");
-    let mut env = BTreeMap::new();
-    env.insert(
-        "PATH".to_string(),
-        "/usr/local/bin:/usr/bin:/bin".to_string(),
-    );
-    env.insert("LANG".to_string(), "C.UTF-8".to_string());
-    ResolvedLaunch {
-        program: python(),
-        args: vec![script.display().to_string(), mode.to_string()],
-        env,
-        cwd: None,
-    }
-}
-
-/// Client options with short deadlines for fault tests.
-pub fn quick_options() -> ClientOptions {
-    ClientOptions {
-        init_timeout: Duration::from_secs(20),
-        request_timeout: Duration::from_secs(3),
-        page_cap: 7,
-        stop_grace: Duration::from_millis(500),
-        ..ClientOptions::default()
-    }
-}
-
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
+// The misbehaving server, short client deadlines and the runtime: the MCP crate's test support.
+#[path = "../../../mcp/tests/support/mod.rs"]
+mod mcp_support;
+#[allow(unused_imports)] // each test binary uses a part
+pub use mcp_support::{misbehaving, quick_options, runtime};

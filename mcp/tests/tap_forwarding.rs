@@ -6,8 +6,8 @@ mod support;
 
 use std::time::Duration;
 
-use agentrank_runner::mcp::run_tap;
-use agentrank_runner::mcp::tap::{TapeRecorder, pump};
+use agentrank_mcp::run_tap;
+use agentrank_mcp::tap::{TapeRecorder, pump};
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

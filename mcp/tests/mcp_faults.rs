@@ -6,9 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use agentrank_runner::mcp::{
-    ExitKind, McpError, McpSession, PaginationEnd, ProbeResult, run_probes,
-};
+use agentrank_mcp::{ExitKind, McpError, McpSession, PaginationEnd, ProbeResult, run_probes};
 use agentrank_schema::tape::{Dir, TapeLine, read_tape};
 use serde_json::json;
 
@@ -321,7 +319,7 @@ fn probes_tell_a_correct_server_from_misbehaving_ones() {
     let rt = support::runtime();
     rt.block_on(async {
         let opts = support::quick_options();
-        let find = |r: &agentrank_runner::mcp::ProbeReport, p: &str| {
+        let find = |r: &agentrank_mcp::ProbeReport, p: &str| {
             r.probes
                 .iter()
                 .find(|o| o.probe == p)
@@ -337,7 +335,7 @@ fn probes_tell_a_correct_server_from_misbehaving_ones() {
         assert_eq!(find(&good, "deprecated-revision"), ProbeResult::Respects);
         assert_eq!(find(&good, "discovery-method"), ProbeResult::Doesnt);
         assert_eq!(find(&good, "header-mismatch"), ProbeResult::NotApplicable);
-        let rows = agentrank_runner::mcp::probe_records(&good, "demo", "web-fetch");
+        let rows = agentrank_mcp::probe_records(&good, "demo", "web-fetch");
         let revision = rows
             .iter()
             .find(|r| r.probe_id == "negotiated-revision")
