@@ -288,7 +288,7 @@ fn built_in_agents_are_baselines_not_boards() {
     let reference = &cat.baselines["reference"];
     assert_eq!(reference["srv-a"].point, Some(1.0));
     assert_eq!(reference["srv-b"].point, Some(0.9));
-    assert_eq!(reference["srv-b"].role, "reference");
+    assert_eq!(reference["srv-b"].role.as_str(), "reference");
     assert_eq!(
         (reference["srv-b"].passes, reference["srv-b"].attempts),
         (9, 10)
@@ -296,7 +296,7 @@ fn built_in_agents_are_baselines_not_boards() {
     for null in ["no-tools", "stubbed-empty", "random-args"] {
         let b = &cat.baselines[null]["srv-a"];
         assert_eq!(b.point, Some(0.0), "{null}");
-        assert_eq!(b.role, format!("null-{null}"));
+        assert_eq!(b.role.as_str(), format!("null-{null}"));
     }
     // The suite is admitted from the built-in agents' tasks, not refused for having none.
     let surface = cat

@@ -907,8 +907,8 @@ pub struct CategoryAnalysis {
 /// without a countable attempt left out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineEntry {
-    /// `reference` or `null-<model>`.
-    pub role: String,
+    /// `reference` or `null-<model>`: the role of the attempts behind it.
+    pub role: crate::role::AttemptRole,
     pub point: Option<f64>,
     /// Core tasks with a countable attempt, and the attempts counted.
     pub tasks: i64,

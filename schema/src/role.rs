@@ -242,13 +242,18 @@ impl AttemptRole {
 
     /// The role of an agent's scored slot: the built-in agents are never scored.
     fn of_agent(agent_id: &str, smoke: bool) -> AttemptRole {
-        match agent_id {
-            REFERENCE_AGENT if smoke => AttemptRole::Smoke,
-            REFERENCE_AGENT => AttemptRole::Reference,
-            "no-tools" => AttemptRole::NullNoTools,
-            "stubbed-empty" => AttemptRole::NullStubbedEmpty,
-            "random-args" => AttemptRole::NullRandomArgs,
-            _ => AttemptRole::Scored,
+        BuiltinAgent::of(agent_id).map_or(AttemptRole::Scored, |b| AttemptRole::of_builtin(b, smoke))
+    }
+
+    /// The role of a built-in agent's attempts: `smoke` says the attempt is a smoke task (the
+    /// reference agent's only other role).
+    pub fn of_builtin(agent: BuiltinAgent, smoke: bool) -> AttemptRole {
+        match agent {
+            BuiltinAgent::Reference if smoke => AttemptRole::Smoke,
+            BuiltinAgent::Reference => AttemptRole::Reference,
+            BuiltinAgent::NoTools => AttemptRole::NullNoTools,
+            BuiltinAgent::StubbedEmpty => AttemptRole::NullStubbedEmpty,
+            BuiltinAgent::RandomArgs => AttemptRole::NullRandomArgs,
         }
     }
 

@@ -10,6 +10,7 @@ use agentrank_schema::analysis as an;
 use agentrank_schema::bundle::{LoadedBundle, read_bundle};
 use agentrank_schema::gate::{Gate, GateStatus};
 use agentrank_schema::manifest::RecordedServerConfig;
+use agentrank_schema::role::AttemptRole;
 use agentrank_schema::sweep::RecordedBackend;
 use agentrank_schema::table::{Table, read_parquet};
 use agentrank_schema::task::{
@@ -917,7 +918,7 @@ fn baseline_cells(doc: &an::AnalysisDocument) -> Vec<CellAnalysis> {
                     agent: agent.clone(),
                     server: server.clone(),
                     baseline: b.point,
-                    reachability: if b.role == "reference" { b.point } else { None },
+                    reachability: if b.role == AttemptRole::Reference { b.point } else { None },
                     coverage: b.coverage,
                     latency_p50_ms: b.latency_median_ms,
                     latency_p95_ms: b.latency_p95_ms,

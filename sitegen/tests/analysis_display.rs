@@ -85,7 +85,7 @@ fn baseline_rows_show_coverage_and_latency_and_test_retest_is_published_with_its
         cat.baselines.entry("reference".into()).or_default().insert(
             server_id("web-fetch", i),
             an::BaselineEntry {
-                role: "reference".into(),
+                role: agentrank_schema::role::AttemptRole::Reference,
                 point: Some(0.5),
                 tasks: 4,
                 attempts: 4,

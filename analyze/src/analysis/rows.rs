@@ -17,6 +17,7 @@ use crate::stats::ranking::{BandEntry, bands, by_point_desc, dominance_positions
 use crate::stats::separation::{attempts_to_separate, two_proportion_power};
 use crate::stats::wilson::wilson;
 use agentrank_schema::analysis::*;
+use agentrank_schema::role::AttemptRole;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Per tool (`None` = the whole server): latencies and the attempts they came from (ids sorted and
@@ -76,8 +77,8 @@ pub(super) fn baselines_of(
             server.to_string(),
             agentrank_schema::analysis::BaselineEntry {
                 role: match role {
-                    Role::Null(m) => format!("null-{}", m.as_str()),
-                    _ => "reference".into(),
+                    Role::Null(m) => AttemptRole::of_builtin(m.agent(), false),
+                    _ => AttemptRole::Reference,
                 },
                 point,
                 tasks: counted.len() as i64,
