@@ -4,8 +4,8 @@
 //! violations. A measured attribute, never scored.
 
 use agentrank_conformance::{
-    AttemptReport, ConformanceError, RevisionSource, RevisionStatus, Source, aggregate,
-    check_bundle_tapes_where, check_bundle_where,
+    AttemptReport, ConformanceError, RevisionStatus, Source, aggregate, check_bundle_tapes_where,
+    check_bundle_where,
 };
 use agentrank_schema::analysis::{ConformanceAttemptRow, ConformanceRow, ConformanceViolationRow};
 use agentrank_schema::bundle::LoadedBundle;
@@ -140,7 +140,7 @@ pub fn rows(
         violation_rows.extend(s.groups.iter().map(|g| ConformanceViolationRow {
             category: category.to_string(),
             server: server.clone(),
-            side: g.side.as_str().to_string(),
+            side: g.side,
             definition: g.definition.clone(),
             pointer: g.pointer.clone(),
             count: i(g.count),
@@ -156,17 +156,9 @@ pub fn rows(
 fn attempt_row(category: &str, r: &AttemptReport) -> ConformanceAttemptRow {
     let c = &r.conformance;
     let (revision, revision_source, not_applicable) = match &c.revision {
-        RevisionStatus::Checked { revision, source } => (
-            Some(revision.as_str().to_string()),
-            Some(
-                match source {
-                    RevisionSource::ServerAnswer => "server_answer",
-                    RevisionSource::ClientRequest => "client_request",
-                }
-                .to_string(),
-            ),
-            None,
-        ),
+        RevisionStatus::Checked { revision, source } => {
+            (Some(revision.as_str().to_string()), Some(*source), None)
+        }
         RevisionStatus::NotApplicable { reason } => (None, None, Some(reason.to_string())),
     };
     let mut lines: Vec<i64> = c.violations.iter().map(|v| i(v.line as u64)).collect();

@@ -4,6 +4,8 @@
 use crate::revision::{
     Catalog, Dialect, GENERIC_MESSAGE, GENERIC_NOTIFICATION, GENERIC_REQUEST, Revision,
 };
+use agentrank_schema::records::NotCheckedReason;
+pub use agentrank_schema::records::{RevisionSource, Side};
 use agentrank_schema::tape::{Dir, MessageLine, TapeLine};
 use serde::Serialize;
 use serde_json::Value;
@@ -12,33 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 /// At most this many violations are kept per message (the rest are counted in
 /// [`AttemptConformance::violations_dropped`]).
 pub const MAX_VIOLATIONS_PER_MESSAGE: usize = 16;
-
-/// Who sent a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    /// Our runner or the tap (client → server, `dir: in`).
-    Harness,
-    /// The MCP server under test (server → client, `dir: out`).
-    Server,
-}
-
-impl Side {
-    /// The word in the tables (`tape_violations.side`, the analysis's conformance rows).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Harness => "harness",
-            Side::Server => "server",
-        }
-    }
-
-    fn of(dir: Dir) -> Side {
-        match dir {
-            Dir::In => Side::Harness,
-            Dir::Out => Side::Server,
-        }
-    }
-}
 
 /// A count per side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -59,17 +34,6 @@ impl SideCounts {
         self.harness += other.harness;
         self.server += other.server;
     }
-}
-
-/// Where the revision a tape is checked against came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RevisionSource {
-    /// The server's `result.protocolVersion` in its answer to `initialize`.
-    ServerAnswer,
-    /// The client's requested `params.protocolVersion`, because the server's answer carried no
-    /// string `protocolVersion` (that answer is then itself a violation).
-    ClientRequest,
 }
 
 /// The revision a tape was checked against, or why it was not checked.
@@ -99,6 +63,24 @@ pub enum NotApplicable {
     UnknownRevision { version: String },
     /// The pinned schema of the revision could not be compiled (a defect of this crate).
     SchemaUnavailable { revision: Revision },
+}
+
+impl NotApplicable {
+    /// The reason's word in `tape_checks.not_applicable`, and the version or revision it concerns.
+    pub fn word(&self) -> (NotCheckedReason, Option<String>) {
+        match self {
+            NotApplicable::NoInitialize => (NotCheckedReason::NoInitialize, None),
+            NotApplicable::NoInitializeAnswer => (NotCheckedReason::NoInitializeAnswer, None),
+            NotApplicable::InitializeError => (NotCheckedReason::InitializeError, None),
+            NotApplicable::UnknownRevision { version } => {
+                (NotCheckedReason::UnknownRevision, Some(version.clone()))
+            }
+            NotApplicable::SchemaUnavailable { revision } => (
+                NotCheckedReason::SchemaUnavailable,
+                Some(revision.to_string()),
+            ),
+        }
+    }
 }
 
 impl std::fmt::Display for NotApplicable {

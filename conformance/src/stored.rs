@@ -3,13 +3,13 @@
 //! decompress and validate every tape again. The rows carry the checker that made them; rows from
 //! another checker, or a bundle without them, are checked from the tapes.
 
-use crate::check::{
-    AttemptConformance, NotApplicable, RevisionSource, RevisionStatus, Side, SideCounts, Violation,
-};
+use crate::check::{AttemptConformance, NotApplicable, RevisionStatus, SideCounts, Violation};
 use crate::revision::Revision;
 use crate::{ConformanceError, read_tape_file};
 use agentrank_schema::bundle::Tables;
-use agentrank_schema::records::{TapeCheckRecord, TapeChecks, TapeViolationRecord};
+use agentrank_schema::records::{
+    NotCheckedReason, TapeCheckRecord, TapeChecks, TapeViolationRecord,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -39,39 +39,18 @@ fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn not_applicable_words(reason: &NotApplicable) -> (&'static str, Option<String>) {
-    match reason {
-        NotApplicable::NoInitialize => ("no_initialize", None),
-        NotApplicable::NoInitializeAnswer => ("no_initialize_answer", None),
-        NotApplicable::InitializeError => ("initialize_error", None),
-        NotApplicable::UnknownRevision { version } => ("unknown_revision", Some(version.clone())),
-        NotApplicable::SchemaUnavailable { revision } => {
-            ("schema_unavailable", Some(revision.to_string()))
-        }
-    }
-}
-
 /// One attempt's check as its rows.
 pub fn to_records(
     attempt_id: &str,
     c: &AttemptConformance,
 ) -> (TapeCheckRecord, Vec<TapeViolationRecord>) {
     let (revision, revision_source, not_applicable, not_applicable_version) = match &c.revision {
-        RevisionStatus::Checked { revision, source } => (
-            Some(revision.to_string()),
-            Some(
-                match source {
-                    RevisionSource::ServerAnswer => "server_answer",
-                    RevisionSource::ClientRequest => "client_request",
-                }
-                .to_string(),
-            ),
-            None,
-            None,
-        ),
+        RevisionStatus::Checked { revision, source } => {
+            (Some(revision.to_string()), Some(*source), None, None)
+        }
         RevisionStatus::NotApplicable { reason } => {
-            let (kind, version) = not_applicable_words(reason);
-            (None, None, Some(kind.to_string()), version)
+            let (kind, version) = reason.word();
+            (None, None, Some(kind), version)
         }
     };
     let check = TapeCheckRecord {
@@ -104,7 +83,7 @@ pub fn to_records(
         .map(|(seq, v)| TapeViolationRecord {
             attempt_id: attempt_id.to_string(),
             seq: count(seq as u64),
-            side: v.side.as_str().to_string(),
+            side: v.side,
             definition: v.definition.clone(),
             pointer: v.pointer.clone(),
             message: v.message.clone(),
@@ -160,33 +139,28 @@ fn word_error(attempt_id: &str, column: &'static str, value: &str) -> StoredErro
 
 fn revision_status(r: &TapeCheckRecord) -> Result<RevisionStatus, StoredError> {
     let id = r.attempt_id.as_str();
-    if let Some(kind) = &r.not_applicable {
+    if let Some(kind) = r.not_applicable {
         let version = r.not_applicable_version.clone().unwrap_or_default();
-        let reason = match kind.as_str() {
-            "no_initialize" => NotApplicable::NoInitialize,
-            "no_initialize_answer" => NotApplicable::NoInitializeAnswer,
-            "initialize_error" => NotApplicable::InitializeError,
-            "unknown_revision" => NotApplicable::UnknownRevision { version },
-            "schema_unavailable" => NotApplicable::SchemaUnavailable {
+        let reason = match kind {
+            NotCheckedReason::NoInitialize => NotApplicable::NoInitialize,
+            NotCheckedReason::NoInitializeAnswer => NotApplicable::NoInitializeAnswer,
+            NotCheckedReason::InitializeError => NotApplicable::InitializeError,
+            NotCheckedReason::UnknownRevision => NotApplicable::UnknownRevision { version },
+            NotCheckedReason::SchemaUnavailable => NotApplicable::SchemaUnavailable {
                 revision: Revision::parse(&version)
                     .ok_or_else(|| word_error(id, "not_applicable_version", &version))?,
             },
-            other => return Err(word_error(id, "not_applicable", other)),
         };
         return Ok(RevisionStatus::NotApplicable { reason });
     }
-    let (Some(revision), Some(source)) = (&r.revision, &r.revision_source) else {
+    let (Some(revision), Some(source)) = (&r.revision, r.revision_source) else {
         return Err(StoredError::NoRevision {
             attempt_id: id.to_string(),
         });
     };
     Ok(RevisionStatus::Checked {
         revision: Revision::parse(revision).ok_or_else(|| word_error(id, "revision", revision))?,
-        source: match source.as_str() {
-            "server_answer" => RevisionSource::ServerAnswer,
-            "client_request" => RevisionSource::ClientRequest,
-            other => return Err(word_error(id, "revision_source", other)),
-        },
+        source,
     })
 }
 
@@ -217,10 +191,7 @@ pub fn from_records(
         .iter()
         .map(|v| {
             Ok(Violation {
-                side: [Side::Harness, Side::Server]
-                    .into_iter()
-                    .find(|s| s.as_str() == v.side)
-                    .ok_or_else(|| word_error(id, "side", &v.side))?,
+                side: v.side,
                 definition: v.definition.clone(),
                 pointer: v.pointer.clone(),
                 message: v.message.clone(),

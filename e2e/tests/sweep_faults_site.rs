@@ -484,7 +484,7 @@ fn the_sealed_tape_checks_are_what_the_tapes_give(sealed: &agentrank_schema::bun
         stored
             .violations
             .iter()
-            .any(|v| v.definition == "CallToolResult" && v.side == "server"),
+            .any(|v| v.definition == "CallToolResult" && v.side.as_str() == "server"),
         "the no-content server's violations are sealed"
     );
     let from_rows = agentrank_conformance::check_bundle(sealed).expect("from the sealed rows");
@@ -569,7 +569,7 @@ fn each_schema_fault_is_reported_with_its_pointer(analysis: &agentrank_analyze::
         );
         let found = c.violations.iter().any(|v| {
             v.server == id
-                && v.side == "server"
+                && v.side.as_str() == "server"
                 && v.definition == definition
                 && v.pointer == pointer
                 && !v.messages.is_empty()

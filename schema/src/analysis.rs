@@ -705,7 +705,7 @@ pub struct ConformanceAttemptRow {
     pub revision: Option<String>,
     /// Where the revision came from: `server_answer`, or `client_request` when the server's answer to
     /// `initialize` carried no string `protocolVersion`; null when not applicable.
-    pub revision_source: Option<String>,
+    pub revision_source: Option<crate::records::RevisionSource>,
     /// Why the tape was not checked; null when it was.
     pub not_applicable: Option<String>,
     pub harness_checked: i64,
@@ -750,7 +750,7 @@ pub struct ConformanceViolationRow {
     pub category: String,
     pub server: String,
     /// `server`, or `harness` (our own defect).
-    pub side: String,
+    pub side: crate::records::Side,
     /// The schema definition broken (`CallToolResult`, …), or for a tool's `inputSchema` the JSON
     /// Schema dialect it was checked as a schema of.
     pub definition: String,

@@ -13,6 +13,7 @@ use crate::task::{TaskClass, TaskSet, Tier};
 use arrow_schema::Field;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 /// Microseconds since 1970-01-01T00:00:00Z.
 pub type TimestampMicros = i64;
@@ -563,6 +564,119 @@ pub struct StagedUnit {
     pub task_instances: Vec<TaskInstanceRecord>,
 }
 
+/// Who sent a message on the mcp plane, as the conformance tables name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// The runner or the tap (client → server, `dir: in`): a violation is our own defect.
+    Harness,
+    /// The MCP server under test (server → client, `dir: out`).
+    Server,
+}
+
+impl Side {
+    /// Both senders, in declaration order.
+    pub const ALL: [Side; 2] = [Side::Harness, Side::Server];
+
+    /// The word in `tape_violations.side` and the analysis's conformance rows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Harness => "harness",
+            Side::Server => "server",
+        }
+    }
+
+    /// The sender of a message going in a direction.
+    pub fn of(dir: crate::tape::Dir) -> Side {
+        match dir {
+            crate::tape::Dir::In => Side::Harness,
+            crate::tape::Dir::Out => Side::Server,
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the revision a tape is checked against came from: `tape_checks.revision_source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevisionSource {
+    /// The server's `result.protocolVersion` in its answer to `initialize`.
+    ServerAnswer,
+    /// The client's requested `params.protocolVersion`, because the server's answer carried no
+    /// string `protocolVersion` (that answer is then itself a violation).
+    ClientRequest,
+}
+
+impl RevisionSource {
+    /// Both sources, in declaration order.
+    pub const ALL: [RevisionSource; 2] =
+        [RevisionSource::ServerAnswer, RevisionSource::ClientRequest];
+
+    /// The word in the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevisionSource::ServerAnswer => "server_answer",
+            RevisionSource::ClientRequest => "client_request",
+        }
+    }
+}
+
+impl fmt::Display for RevisionSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a tape was not checked: `tape_checks.not_applicable` (the version or revision it concerns, if
+/// any, is in `not_applicable_version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotCheckedReason {
+    /// The tape holds no `initialize` request.
+    NoInitialize,
+    /// `initialize` was sent but never answered.
+    NoInitializeAnswer,
+    /// The server answered `initialize` with a JSON-RPC error.
+    InitializeError,
+    /// The negotiated revision is one the checker has no schema of.
+    UnknownRevision,
+    /// The pinned schema of the revision could not be compiled.
+    SchemaUnavailable,
+}
+
+impl NotCheckedReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [NotCheckedReason; 5] = [
+        NotCheckedReason::NoInitialize,
+        NotCheckedReason::NoInitializeAnswer,
+        NotCheckedReason::InitializeError,
+        NotCheckedReason::UnknownRevision,
+        NotCheckedReason::SchemaUnavailable,
+    ];
+
+    /// The word in the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotCheckedReason::NoInitialize => "no_initialize",
+            NotCheckedReason::NoInitializeAnswer => "no_initialize_answer",
+            NotCheckedReason::InitializeError => "initialize_error",
+            NotCheckedReason::UnknownRevision => "unknown_revision",
+            NotCheckedReason::SchemaUnavailable => "schema_unavailable",
+        }
+    }
+}
+
+impl fmt::Display for NotCheckedReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One attempt's mcp tape, checked for protocol conformance when the bundle was sealed (table
 /// `tape_checks`, optional: see [`TapeChecks`]). The revision the two sides negotiated, the messages
 /// checked and violating by sender, and the messages checked per schema definition; the violations
@@ -577,10 +691,10 @@ pub struct TapeCheckRecord {
     pub revision: Option<String>,
     /// `server_answer`, or `client_request` when the server's answer to `initialize` carried no string
     /// `protocolVersion`; null when not checked.
-    pub revision_source: Option<String>,
+    pub revision_source: Option<RevisionSource>,
     /// Why the tape was not checked (`no_initialize`, `no_initialize_answer`, `initialize_error`,
     /// `unknown_revision`, `schema_unavailable`); null when it was.
-    pub not_applicable: Option<String>,
+    pub not_applicable: Option<NotCheckedReason>,
     /// The version of an `unknown_revision`, or the revision of a `schema_unavailable`.
     pub not_applicable_version: Option<String>,
     pub harness_checked: i64,
@@ -637,7 +751,7 @@ pub struct TapeViolationRecord {
     /// The violation's place in the checker's order within the attempt, from 0.
     pub seq: i64,
     /// `harness` (the runner or the tap) or `server`.
-    pub side: String,
+    pub side: Side,
     /// The schema definition (`CallToolResult`, …), or the JSON Schema dialect a tool's
     /// `inputSchema` was checked as a schema of.
     pub definition: String,

@@ -242,7 +242,8 @@ impl AttemptRole {
 
     /// The role of an agent's scored slot: the built-in agents are never scored.
     fn of_agent(agent_id: &str, smoke: bool) -> AttemptRole {
-        BuiltinAgent::of(agent_id).map_or(AttemptRole::Scored, |b| AttemptRole::of_builtin(b, smoke))
+        BuiltinAgent::of(agent_id)
+            .map_or(AttemptRole::Scored, |b| AttemptRole::of_builtin(b, smoke))
     }
 
     /// The role of a built-in agent's attempts: `smoke` says the attempt is a smoke task (the

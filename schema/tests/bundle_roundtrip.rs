@@ -3,8 +3,8 @@
 
 use agentrank_schema::bundle::{Staging, read_bundle, verify_bundle};
 use agentrank_schema::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TaskInstanceRecord,
-    ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, Side, TapeViolationRecord,
+    TaskInstanceRecord, ToolCallRecord, VerifierResultRecord,
 };
 use agentrank_schema::sample::{sample_draft, sample_tapes, stage_sample};
 use agentrank_schema::table::{Table, read_parquet, write_parquet};
@@ -440,4 +440,51 @@ fn a_bundle_before_1_3_reads_with_every_role_derived() {
         );
     }
     eprintln!("roles of the committed bundle: {counts:?}");
+}
+
+/// A column of words (`tape_violations.side`) holding a word outside its list is refused when the
+/// file is read, naming the table and the word; the same file with a listed word reads.
+#[test]
+fn a_word_outside_its_list_is_refused_naming_the_table() {
+    /// `tape_violations` with `side` as free text: what a file written by something else may hold.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct LooseViolation {
+        attempt_id: String,
+        seq: i64,
+        side: String,
+        definition: String,
+        pointer: String,
+        message: String,
+        line: i64,
+        method: Option<String>,
+    }
+    impl Table for LooseViolation {
+        const NAME: &'static str = TapeViolationRecord::NAME;
+        fn fields() -> Vec<arrow_schema::Field> {
+            TapeViolationRecord::fields()
+        }
+        fn sort_key(&self) -> String {
+            self.attempt_id.clone()
+        }
+    }
+    let file = |side: &str| {
+        write_parquet(&mut [LooseViolation {
+            attempt_id: "a1".into(),
+            seq: 0,
+            side: side.into(),
+            definition: "CallToolResult".into(),
+            pointer: "/result".into(),
+            message: "missing content".into(),
+            line: 3,
+            method: Some("tools/call".into()),
+        }])
+        .expect("writes")
+    };
+    let rows = read_parquet::<TapeViolationRecord>(file("server").into()).expect("a listed word");
+    assert_eq!(rows[0].side, Side::Server);
+    let err = read_parquet::<TapeViolationRecord>(file("client").into())
+        .expect_err("a word outside the list");
+    let text = err.to_string();
+    assert!(text.contains("tape_violations"), "{text}");
+    assert!(text.contains("client"), "{text}");
 }

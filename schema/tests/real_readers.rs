@@ -8,8 +8,9 @@
 
 use agentrank_schema::bundle::{Staging, read_bundle};
 use agentrank_schema::records::{
-    AttemptRecord, ControlRecord, FixtureHealthRecord, ProbeRecord, TapeCheckRecord, TapeChecks,
-    TapeViolationRecord, TaskInstanceRecord, ToolCallRecord, VerifierResultRecord,
+    AttemptRecord, ControlRecord, FixtureHealthRecord, NotCheckedReason, ProbeRecord,
+    RevisionSource, Side, TapeCheckRecord, TapeChecks, TapeViolationRecord, TaskInstanceRecord,
+    ToolCallRecord, VerifierResultRecord,
 };
 use agentrank_schema::table::Table;
 use serde_json::{Value, json};
@@ -39,8 +40,8 @@ fn pyarrow_pandas_polars_and_duckdb_read_every_table() {
                 attempt_id: a.attempt_id.clone(),
                 checker: "agentrank-conformance 1; schemas sha256:0123456789abcdef".into(),
                 revision: checked.then(|| "2025-11-25".into()),
-                revision_source: checked.then(|| "server_answer".into()),
-                not_applicable: (!checked).then(|| "unknown_revision".into()),
+                revision_source: checked.then_some(RevisionSource::ServerAnswer),
+                not_applicable: (!checked).then_some(NotCheckedReason::UnknownRevision),
                 not_applicable_version: (!checked).then(|| "révision-∞".into()),
                 harness_checked: i as i64,
                 server_checked: (i as i64) << 40,
@@ -58,7 +59,7 @@ fn pyarrow_pandas_polars_and_duckdb_read_every_table() {
                 out.violations.push(TapeViolationRecord {
                     attempt_id: a.attempt_id.clone(),
                     seq: 0,
-                    side: "server".into(),
+                    side: Side::Server,
                     definition: "CallToolResult".into(),
                     pointer: "/result/content/0/text".into(),
                     message: "\"content\" is a required property — «»".into(),

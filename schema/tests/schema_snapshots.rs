@@ -132,6 +132,13 @@ fn word_lists() {
     insta::assert_snapshot!("words_fault_code", words(&FaultCode::ALL));
     agree(&FaultSource::ALL);
     agree(&FaultCode::ALL);
+    use agentrank_schema::records::{NotCheckedReason, RevisionSource, Side};
+    insta::assert_snapshot!("words_side", words(&Side::ALL));
+    insta::assert_snapshot!("words_revision_source", words(&RevisionSource::ALL));
+    insta::assert_snapshot!("words_not_checked_reason", words(&NotCheckedReason::ALL));
+    agree(&Side::ALL);
+    agree(&RevisionSource::ALL);
+    agree(&NotCheckedReason::ALL);
     use agentrank_schema::sweep::{IsolationBackend, RecordedBackend};
     insta::assert_snapshot!("words_isolation_backend", words(&IsolationBackend::ALL));
     insta::assert_snapshot!("words_recorded_backend", words(&RecordedBackend::ALL));

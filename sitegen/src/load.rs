@@ -918,7 +918,11 @@ fn baseline_cells(doc: &an::AnalysisDocument) -> Vec<CellAnalysis> {
                     agent: agent.clone(),
                     server: server.clone(),
                     baseline: b.point,
-                    reachability: if b.role == AttemptRole::Reference { b.point } else { None },
+                    reachability: if b.role == AttemptRole::Reference {
+                        b.point
+                    } else {
+                        None
+                    },
                     coverage: b.coverage,
                     latency_p50_ms: b.latency_median_ms,
                     latency_p95_ms: b.latency_p95_ms,

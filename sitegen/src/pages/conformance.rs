@@ -113,7 +113,7 @@ pub fn server_view(ix: &Index<'_>, from: &str, server: &str) -> ConformanceView 
         .iter()
         .filter(|v| v.server == server)
         .map(|v| ViolationView {
-            side: visible(&v.side),
+            side: visible(v.side.as_str()),
             definition: visible(&v.definition),
             pointer: visible(&v.pointer),
             count: v.count.to_string(),
