@@ -5,7 +5,7 @@ use crate::bootstrap::{Cell, CellId, Design, RhoSummary, cluster_bootstrap};
 use crate::config::Config;
 use crate::input::{Attempt, Input, Role, TaskClass};
 use crate::stats::spearman::spearman_of_completions;
-use agentrank_schema::analysis::{AgreementRow, AnomalyRow};
+use agentrank_schema::analysis::{AgreementMeasure, AgreementRow, AnomalyKind, AnomalyRow};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A move of more than this in a cell's or task's pass rate counts as moved (§8.7; anomalies).
@@ -196,7 +196,7 @@ fn server_anomalies(
             ),
         };
         anomalies.push(AnomalyRow {
-            kind: "server_completion".into(),
+            kind: AnomalyKind::ServerCompletion,
             category: category.to_string(),
             agent: Some(key.0.clone()),
             server: Some(key.1.clone()),
@@ -242,7 +242,7 @@ fn task_anomalies(category: &str, cur_att: &[&Attempt], prev_att: &[&Attempt]) -
         let cur_mean = common.iter().map(|c| c.1).sum::<f64>() / common.len() as f64;
         let prev_mean = common.iter().map(|c| c.2).sum::<f64>() / common.len() as f64;
         anomalies.push(AnomalyRow {
-            kind: "task_pass_rate".into(),
+            kind: AnomalyKind::TaskPassRate,
             category: category.to_string(),
             agent: None,
             server: None,
@@ -343,7 +343,7 @@ fn test_retest(
         let rho = retest_rho(category, agent, prev_att, cur_att, cfg);
         let base = AgreementRow {
             category: category.to_string(),
-            measure: "test_retest_server_completion".into(),
+            measure: AgreementMeasure::TestRetestServerCompletion,
             agent_a: a_label,
             agent_b: b_label,
             n_points: rho.as_ref().map_or(xs.len(), |r| r.n_points) as i64,
@@ -367,7 +367,7 @@ fn test_retest(
             attempt_ids: ids,
         };
         retest.push(AgreementRow {
-            measure: "test_retest_cells_moved_share".into(),
+            measure: AgreementMeasure::TestRetestCellsMovedShare,
             n_points: cells as i64,
             point: if cells == 0 {
                 None

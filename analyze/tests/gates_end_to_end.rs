@@ -434,7 +434,7 @@ fn history_flags_a_server_that_jumps() {
     let flagged: Vec<_> = a
         .anomalies
         .iter()
-        .filter(|r| r.flagged && r.kind == "server_completion")
+        .filter(|r| r.flagged && r.kind.as_str() == "server_completion")
         .map(|r| r.server.clone())
         .collect();
     assert!(
@@ -445,7 +445,7 @@ fn history_flags_a_server_that_jumps() {
     let retest: Vec<_> = a
         .agreement
         .iter()
-        .filter(|r| r.measure.starts_with("test_retest"))
+        .filter(|r| r.measure.as_str().starts_with("test_retest"))
         .collect();
     assert_eq!(retest.len(), 2);
 }

@@ -102,7 +102,7 @@ fn reference_rows_of_the_real_roster_are_scored_but_not_ranked_or_banded() {
         for r in out
             .agreement
             .iter()
-            .filter(|r| r.measure == "server_completion")
+            .filter(|r| r.measure.as_str() == "server_completion")
         {
             assert_eq!(r.n_points, 4, "agreement over the active servers only");
         }
@@ -218,7 +218,7 @@ fn test_retest_is_published_with_a_bootstrap_interval() {
         .document
         .test_retest
         .iter()
-        .find(|r| r.measure == "test_retest_server_completion")
+        .find(|r| r.measure.as_str() == "test_retest_server_completion")
         .expect("test-retest row in analysis.json");
     assert_eq!(
         (row.agent_a.as_str(), row.agent_b.as_str()),

@@ -297,12 +297,92 @@ impl Table for FirstTryRow {
     }
 }
 
+/// What an agreement row measures (`agreement.measure`): Spearman agreement between two agents
+/// (Methodology §8.6) or test-retest between two runs of one agent (§8.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgreementMeasure {
+    /// ρ over the servers' Completion.
+    ServerCompletion,
+    /// ρ over the (server × task) cells' pass rates.
+    CellPassRate,
+    /// Test-retest: ρ over the servers' Completion in two runs.
+    TestRetestServerCompletion,
+    /// Test-retest: the share of cells whose pass rate moved by more than the threshold.
+    TestRetestCellsMovedShare,
+}
+
+impl AgreementMeasure {
+    /// Every measure, in declaration order.
+    pub const ALL: [AgreementMeasure; 4] = [
+        AgreementMeasure::ServerCompletion,
+        AgreementMeasure::CellPassRate,
+        AgreementMeasure::TestRetestServerCompletion,
+        AgreementMeasure::TestRetestCellsMovedShare,
+    ];
+
+    /// The measure's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgreementMeasure::ServerCompletion => "server_completion",
+            AgreementMeasure::CellPassRate => "cell_pass_rate",
+            AgreementMeasure::TestRetestServerCompletion => "test_retest_server_completion",
+            AgreementMeasure::TestRetestCellsMovedShare => "test_retest_cells_moved_share",
+        }
+    }
+
+    /// Whether it compares two runs of one agent rather than two agents.
+    pub fn is_test_retest(self) -> bool {
+        matches!(
+            self,
+            AgreementMeasure::TestRetestServerCompletion
+                | AgreementMeasure::TestRetestCellsMovedShare
+        )
+    }
+}
+
+impl std::fmt::Display for AgreementMeasure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What moved in an anomaly row (`anomalies.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnomalyKind {
+    /// A server's Completion moved by more than 2σ against earlier bundles.
+    ServerCompletion,
+    /// A task's pass rate jumped across servers.
+    TaskPassRate,
+}
+
+impl AnomalyKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [AnomalyKind; 2] = [AnomalyKind::ServerCompletion, AnomalyKind::TaskPassRate];
+
+    /// The kind's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnomalyKind::ServerCompletion => "server_completion",
+            AnomalyKind::TaskPassRate => "task_pass_rate",
+        }
+    }
+}
+
+impl std::fmt::Display for AnomalyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `agreement.parquet`: Spearman agreement between two agents (§8.6) and test-retest (§8.7) rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgreementRow {
     pub category: String,
-    /// `server_completion`, `cell_pass_rate`, or `test_retest_server_completion`.
-    pub measure: String,
+    /// `server_completion`, `cell_pass_rate`, `test_retest_server_completion` or
+    /// `test_retest_cells_moved_share`.
+    pub measure: AgreementMeasure,
     pub agent_a: String,
     pub agent_b: String,
     pub n_points: i64,
@@ -584,7 +664,7 @@ impl Table for PairDifferenceRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnomalyRow {
     /// `server_completion` or `task_pass_rate`.
-    pub kind: String,
+    pub kind: AnomalyKind,
     pub category: String,
     pub agent: Option<String>,
     pub server: Option<String>,

@@ -127,6 +127,11 @@ fn word_lists() {
     insta::assert_snapshot!("words_completion_status", words(&CompletionStatus::ALL));
     agree(&View::ALL);
     agree(&CompletionStatus::ALL);
+    use agentrank_schema::analysis::{AgreementMeasure, AnomalyKind};
+    insta::assert_snapshot!("words_agreement_measure", words(&AgreementMeasure::ALL));
+    insta::assert_snapshot!("words_anomaly_kind", words(&AnomalyKind::ALL));
+    agree(&AgreementMeasure::ALL);
+    agree(&AnomalyKind::ALL);
     use agentrank_schema::fault::{FaultCode, FaultSource};
     insta::assert_snapshot!("words_fault_source", words(&FaultSource::ALL));
     insta::assert_snapshot!("words_fault_code", words(&FaultCode::ALL));

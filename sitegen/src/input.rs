@@ -246,10 +246,10 @@ pub struct AgreementPair {
 }
 
 /// An anomaly flagged for review.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Anomaly {
-    /// `server-shift` or `task-jump`.
-    pub kind: String,
+    /// `server_completion` (a server's Completion moved) or `task_pass_rate` (a task jumped).
+    pub kind: agentrank_schema::analysis::AnomalyKind,
     pub category: String,
     pub subject: String,
     pub detail: String,

@@ -938,10 +938,7 @@ fn baseline_cells(doc: &an::AnalysisDocument) -> Vec<CellAnalysis> {
 /// are read apart).
 fn agreement_pairs(agreement: &[an::AgreementRow]) -> Vec<AgreementPair> {
     let mut pairs: BTreeMap<(String, String, String), AgreementPair> = BTreeMap::new();
-    for r in agreement
-        .iter()
-        .filter(|r| !r.measure.starts_with("test_retest"))
-    {
+    for r in agreement.iter().filter(|r| !r.measure.is_test_retest()) {
         let p = pairs
             .entry((r.category.clone(), r.agent_a.clone(), r.agent_b.clone()))
             .or_insert_with(|| AgreementPair {
@@ -951,7 +948,7 @@ fn agreement_pairs(agreement: &[an::AgreementRow]) -> Vec<AgreementPair> {
                 ..AgreementPair::default()
             });
         let i = interval(r.point, r.ci_lo, r.ci_hi);
-        if r.measure == "server_completion" {
+        if r.measure == an::AgreementMeasure::ServerCompletion {
             p.servers_spearman = i;
         } else {
             p.cells_spearman = i;
@@ -974,11 +971,11 @@ fn test_retests(doc: &an::AnalysisDocument) -> Vec<Retest> {
                 run_b: r.agent_b.clone(),
                 ..Retest::default()
             });
-        if r.measure == "test_retest_server_completion" {
+        if r.measure == an::AgreementMeasure::TestRetestServerCompletion {
             e.servers_spearman = r.point;
             e.servers_ci = r.ci_lo.zip(r.ci_hi);
             e.servers = r.n_points;
-        } else if r.measure == "test_retest_cells_moved_share" {
+        } else if r.measure == an::AgreementMeasure::TestRetestCellsMovedShare {
             e.moved_share = r.point;
             e.moved_threshold = r.threshold;
             e.cells = r.n_points;
@@ -1062,7 +1059,7 @@ fn flagged_anomalies(anomalies: &[an::AnomalyRow]) -> Vec<Anomaly> {
         .iter()
         .filter(|a| a.flagged)
         .map(|a| Anomaly {
-            kind: a.kind.clone(),
+            kind: a.kind,
             category: a.category.clone(),
             subject: [a.server.as_deref(), a.agent.as_deref(), a.task.as_deref()]
                 .into_iter()

@@ -100,7 +100,7 @@ fn baseline_rows_show_coverage_and_latency_and_test_retest_is_published_with_its
     doc.categories.insert("web-fetch".into(), cat);
     let row = an::AgreementRow {
         category: "web-fetch".into(),
-        measure: "test_retest_server_completion".into(),
+        measure: an::AgreementMeasure::TestRetestServerCompletion,
         agent_a: "claude@run-1".into(),
         agent_b: "claude@run-2".into(),
         n_points: 3,
@@ -118,7 +118,7 @@ fn baseline_rows_show_coverage_and_latency_and_test_retest_is_published_with_its
     doc.test_retest = vec![
         row.clone(),
         an::AgreementRow {
-            measure: "test_retest_cells_moved_share".into(),
+            measure: an::AgreementMeasure::TestRetestCellsMovedShare,
             n_points: 12,
             point: Some(0.25),
             ci_lo: None,

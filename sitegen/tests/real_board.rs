@@ -227,7 +227,7 @@ fn the_real_board_verifies_ranks_both_configurations_and_is_what_the_site_shows(
     for p in analysis
         .agreement
         .iter()
-        .filter(|p| p.category == "web-fetch" && p.measure == "server_completion")
+        .filter(|p| p.category == "web-fetch" && p.measure.as_str() == "server_completion")
     {
         let shown = format!("{:.3}", p.point.expect("point"));
         assert!(

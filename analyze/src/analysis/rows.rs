@@ -184,12 +184,22 @@ pub(super) fn agreement_rows(
             qualifying += 1;
         }
         for (measure, r, th, m) in [
-            ("server_completion", &p.server_rho, SERVER_RHO_MIN, sm),
-            ("cell_pass_rate", &p.cell_rho, CELL_RHO_MIN, cm),
+            (
+                AgreementMeasure::ServerCompletion,
+                &p.server_rho,
+                SERVER_RHO_MIN,
+                sm,
+            ),
+            (
+                AgreementMeasure::CellPassRate,
+                &p.cell_rho,
+                CELL_RHO_MIN,
+                cm,
+            ),
         ] {
             rows.push(AgreementRow {
                 category: category.to_string(),
-                measure: measure.to_string(),
+                measure,
                 agent_a: a.clone(),
                 agent_b: b.clone(),
                 n_points: r.n_points as i64,

@@ -14,7 +14,7 @@ pub fn anomalies(ix: &Index<'_>) -> PageModel {
         .anomalies
         .iter()
         .map(|a| AnomalyRow {
-            kind: visible(&a.kind),
+            kind: visible(a.kind.as_str()),
             category: visible(&a.category),
             subject: visible(&a.subject),
             detail: visible(&a.detail),

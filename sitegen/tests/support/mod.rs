@@ -837,10 +837,13 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
     for c in &spec.categories {
         for (i, x) in spec.agents.iter().enumerate() {
             for y in spec.agents.iter().skip(i + 1) {
-                for (m, lo) in [("server_completion", 0.55), ("cell_pass_rate", 0.3)] {
+                for (m, lo) in [
+                    (an::AgreementMeasure::ServerCompletion, 0.55),
+                    (an::AgreementMeasure::CellPassRate, 0.3),
+                ] {
                     agreement.push(an::AgreementRow {
                         category: c.to_string(),
-                        measure: m.into(),
+                        measure: m,
                         agent_a: x.to_string(),
                         agent_b: y.to_string(),
                         n_points: 8,
@@ -897,7 +900,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
         separation: vec![],
         pair_differences: vec![],
         anomalies: vec![an::AnomalyRow {
-            kind: "server-shift".into(),
+            kind: an::AnomalyKind::ServerCompletion,
             category: spec.categories[0].into(),
             agent: Some(spec.agents[0].into()),
             server: Some(server_id(spec.categories[0], 0)),
