@@ -7,7 +7,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,8 @@ use agentrank_runner::sandbox::{
     IsolationBackend, Limits, ServerCommand, VIRTUAL_SCREEN, World, WorldSpec,
 };
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
-use serde_json::{Value, json};
+use agentrank_test_support::stdio::{StdioSession, lines_of, result_text};
+use serde_json::json;
 
 fn world(backend: IsolationBackend, site: FixtureSite) -> World {
     World::create(WorldSpec {
@@ -101,20 +101,6 @@ fn wait_dead(pids: &[u32], within: Duration) -> Vec<u32> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Lines of the child's stdout on a channel.
-fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
 }
 
 fn read_until(rx: &mpsc::Receiver<String>, end: &str) -> Vec<String> {
@@ -240,57 +226,6 @@ fn a_server_whose_display_cannot_start_exits_saying_why() {
     world.teardown().expect("teardown");
 }
 
-/// Minimal MCP over the sandboxed server's stdio.
-struct Session {
-    stdin: std::process::ChildStdin,
-    lines: mpsc::Receiver<String>,
-    next_id: u64,
-    errors: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Session {
-    fn send(&mut self, msg: &Value) {
-        writeln!(self.stdin, "{msg}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let Ok(line) = self.lines.recv_timeout(Duration::from_secs(120)) else {
-                panic!(
-                    "no answer to {method}; server stderr:\n{}",
-                    self.errors.lock().unwrap()
-                );
-            };
-            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if msg.get("id") == Some(&json!(id)) {
-                return msg;
-            }
-        }
-    }
-}
-
-fn text_of(msg: &Value) -> String {
-    if let Some(err) = msg.get("error") {
-        return format!("JSON-RPC error: {err}");
-    }
-    msg["result"]["content"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|c| c["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
-}
-
 /// The roster's headed browser server (ExecuteAutomation's Playwright server, `virtual_display =
 /// true`) in a netns sandbox, as a sweep starts it: it opens the fixture page in a headed Chromium on
 /// the sandbox's own display and reads its text. Without the display the same navigation fails.
@@ -336,29 +271,8 @@ fn a_headed_browser_server_from_the_roster_browses_on_its_virtual_display() {
                 virtual_display,
             })
             .expect("spawn");
-        let lines = lines_of(&mut child);
-        let errors = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let errors2 = errors.clone();
-        let stderr = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut e = errors2.lock().unwrap();
-                e.push_str(&line);
-                e.push('\n');
-            }
-        });
-        let mut s = Session {
-            stdin: child.stdin.take().expect("stdin"),
-            lines,
-            next_id: 0,
-            errors,
-        };
-        let init = s.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "agentrank-test", "version": "0"}}),
-        );
-        assert!(init.get("result").is_some(), "initialize: {init}");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let mut s = StdioSession::new(&mut child, Duration::from_secs(120));
+        s.initialize("2025-06-18");
         let nav = s.request(
             "tools/call",
             json!({"name": "playwright_navigate", "arguments": {"url": url, "headless": false}}),
@@ -370,7 +284,7 @@ fn a_headed_browser_server_from_the_roster_browses_on_its_virtual_display() {
         let xvfb = xvfb_below(child.id());
         outcomes.insert(
             virtual_display,
-            (text_of(&nav), text_of(&text), xvfb.clone()),
+            (result_text(&nav), result_text(&text), xvfb.clone()),
         );
         drop(s);
         let report = world.teardown().expect("teardown");

@@ -1,11 +1,13 @@
 //! What the workspace's tests share, so no test file carries its own copy: the workspace root and the
 //! install cache the tests share ([`workspace`], [`cache_dir`]), the command-line contract harness of
 //! the three binaries ([`cli`]), process checks over `/proc` ([`proc`]), and the purpose-built
-//! misbehaving MCP server every fault test starts ([`misbehaving_server`]). A dev-dependency only;
+//! misbehaving MCP server every fault test starts ([`misbehaving_server`]), and a bare JSON-RPC session
+//! over a server started by hand ([`stdio`]). A dev-dependency only;
 //! it depends on no crate of the workspace, so every crate can use it.
 
 pub mod cli;
 pub mod proc;
+pub mod stdio;
 
 use std::path::{Path, PathBuf};
 

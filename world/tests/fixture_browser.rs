@@ -4,7 +4,6 @@
 //! against the served values and the recorded request and form logs.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
 use agentrank_world::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
@@ -138,23 +137,14 @@ fn chromium(world: &mut World, url: &str) -> String {
         read_only_maps: Vec::new(),
         virtual_display: false,
     };
-    let mut child = world.spawn(&cmd).expect("spawn chromium");
-    drop(child.stdin.take());
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
-    let status = child.wait().expect("wait");
+    let output = world
+        .spawn(&cmd)
+        .expect("spawn chromium")
+        .wait_with_output()
+        .expect("wait");
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    let err = String::from_utf8_lossy(&output.stderr).into_owned();
+    let status = output.status;
     assert!(status.success(), "chromium failed ({status}):\n{err}");
     out
 }

@@ -6,15 +6,14 @@
 //! so the sandbox can see it read-only. The exchange is plain MCP JSON-RPC over stdio.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use agentrank_schema::fixture::{Behaviour, FixtureSite, LoopbackCanary, Method, Response, Route};
+use agentrank_test_support::stdio::{StdioSession, result_text};
 use agentrank_world::sandbox::{IsolationBackend, Limits, ServerCommand, World, WorldSpec};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const FETCH_SERVER: &str = "mcp-server-fetch==2026.10.24";
 
@@ -64,57 +63,6 @@ fn fetch_venv() -> PathBuf {
     venv
 }
 
-struct Session {
-    stdin: std::process::ChildStdin,
-    lines: mpsc::Receiver<String>,
-    next_id: u64,
-    /// The server's stderr so far (shown when it does not answer).
-    errors: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Session {
-    fn send(&mut self, msg: &Value) {
-        writeln!(self.stdin, "{msg}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) else {
-                panic!(
-                    "no answer to {method}; server stderr:\n{}",
-                    self.errors.lock().expect("lock")
-                );
-            };
-            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if msg.get("id") == Some(&json!(id)) {
-                return msg;
-            }
-        }
-    }
-}
-
-fn result_text(msg: &Value) -> String {
-    if let Some(err) = msg.get("error") {
-        return format!("JSON-RPC error: {err}");
-    }
-    msg["result"]["content"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|c| c["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn official_fetch_server_fetches_the_fixture_with_its_defaults() {
     let venv = fetch_venv();
@@ -155,38 +103,8 @@ fn official_fetch_server_fetches_the_fixture_with_its_defaults() {
             virtual_display: false,
         })
         .expect("spawn fetch server");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let stderr = child.stderr.take().expect("stderr");
-    let errors = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let errors2 = std::sync::Arc::clone(&errors);
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let mut e = errors2.lock().expect("lock");
-            e.push_str(&line);
-            e.push('\n');
-        }
-    });
-    let mut s = Session {
-        stdin: child.stdin.take().expect("stdin"),
-        lines: rx,
-        next_id: 0,
-        errors,
-    };
-
-    let init = s.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "agentrank-test", "version": "0"}}),
-    );
-    assert!(init.get("result").is_some(), "initialize failed: {init}");
-    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut s = StdioSession::new(&mut child, Duration::from_secs(60));
+    s.initialize("2025-06-18");
 
     let page = s.request(
         "tools/call",

@@ -3,7 +3,7 @@
 //! itself is killed.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -54,23 +54,14 @@ fn sh(script: &str) -> ServerCommand {
 
 /// Runs a script in the world to completion and returns its stdout (stderr appended).
 fn run(world: &mut World, script: &str) -> String {
-    let mut child = world.spawn(&sh(script)).expect("spawn");
-    drop(child.stdin.take());
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
-    let status = child.wait().expect("wait");
+    let output = world
+        .spawn(&sh(script))
+        .expect("spawn")
+        .wait_with_output()
+        .expect("wait");
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    let err = String::from_utf8_lossy(&output.stderr).into_owned();
+    let status = output.status;
     format!("{out}\n--stderr--\n{err}\n--status {status}--")
 }
 
@@ -439,16 +430,12 @@ fn database_files_placed_in_home_are_writable_inside_and_read_back() {
     // A declared PATH replaces the default one; HOME and LANG stay the sandbox's own.
     cmd.env.insert("PATH".into(), "/usr/bin:/bin".into());
     cmd.env.insert("HOME".into(), "/root".into());
-    let mut child = w.spawn(&cmd).expect("spawn");
-    drop(child.stdin.take());
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
-    child.wait().expect("wait");
+    let output = w
+        .spawn(&cmd)
+        .expect("spawn")
+        .wait_with_output()
+        .expect("wait");
+    let out = String::from_utf8_lossy(&output.stdout);
     assert_eq!(line(&out, "rows"), "2", "{out}");
     assert_eq!(line(&out, "path"), "/usr/bin:/bin");
     assert_eq!(line(&out, "home"), "/home/runner");

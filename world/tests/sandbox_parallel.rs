@@ -2,7 +2,6 @@
 //! every attempt sees only its own pages, logs and data. Also the `none` backend's self-report.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::sync::Arc;
 
 use agentrank_schema::fixture::{Behaviour, FixtureSite, Method, Response, Route};
@@ -31,23 +30,13 @@ fn run(world: &mut World, script: &str, env: BTreeMap<String, String>) -> String
         read_only_maps: Vec::new(),
         virtual_display: false,
     };
-    let mut child = world.spawn(&cmd).expect("spawn");
-    drop(child.stdin.take());
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read");
-    child.wait().expect("wait");
+    let output = world
+        .spawn(&cmd)
+        .expect("spawn")
+        .wait_with_output()
+        .expect("wait");
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    let err = String::from_utf8_lossy(&output.stderr).into_owned();
     format!("{out}--stderr--\n{err}")
 }
 
