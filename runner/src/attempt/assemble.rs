@@ -758,15 +758,50 @@ mod tests {
         // The server never served: a failure of the server, scored, with the wire's fault named.
         assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
         assert!(!a.excluded);
+        // The wire's words: the tape shows the exit before anything was sent.
         assert_eq!(
             a.outcome_reason,
-            "server fault: the server did not start: initialize: connection closed"
+            "server fault: the server exited with code 1 before the client sent initialize"
         );
         assert_eq!(a.fault_source, Some(FaultSource::Server));
         assert_eq!(a.fault_code, Some(FaultCodes::one(FaultCode::NoInitialize)));
         assert_eq!(a.server_tool_calls, 0);
         assert!(unit.tool_calls.is_empty());
         assert_eq!(a.answer_line, None);
+
+        // Under the tap (an external agent) the runner's client is not there to say why; the tape
+        // alone names the same fault, and the agent's answer without tools is not scored as its own.
+        let mut f = facts(
+            "ANSWER: no tools were available",
+            vec![meta(), end(50, "exit:1")],
+        );
+        f.session_note = String::new();
+        let unit = assemble(f);
+        let a = attempt(&unit);
+        assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
+        assert_eq!(a.fault_source, Some(FaultSource::Server));
+        assert_eq!(a.fault_code, Some(FaultCodes::one(FaultCode::NoInitialize)));
+
+        // A session the client could not use although `initialize` was answered: the client's words.
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":0,"result":{}}"#;
+        let lines = vec![
+            meta(),
+            msg(10, Dir::In, init),
+            msg(20, Dir::Out, answer),
+            end(50, "exit:0"),
+        ];
+        let mut f = facts("", lines);
+        f.final_message = None;
+        f.start_failure =
+            Some("the server did not start: initialize failed: no protocolVersion".into());
+        f.session_note = String::new();
+        let a = assemble(f).attempts.remove(0);
+        assert_eq!(
+            a.outcome_reason,
+            "server fault: the server did not start: initialize failed: no protocolVersion"
+        );
+        assert_eq!(a.fault_code, Some(FaultCodes::one(FaultCode::NoInitialize)));
     }
 
     #[test]

@@ -132,6 +132,7 @@ pub(super) fn drive_attached(
                 .push(HarnessFault::AdapterCrash(e.to_string())),
         }
         redact_tape_file(&mcp_tape, &env.redactor).map_err(failed(id))?;
+        driven.faults.extend(tap_start_failure(&mcp_tape));
     } else {
         drive_builtin(
             env,
@@ -477,6 +478,53 @@ const SANDBOX_WRAPPER_EXIT: &str = "exit:97";
 /// stderr mean the sandbox, not the server, failed.
 const SANDBOX_PROGRAMS: [&str; 3] = ["bwrap:", "nsenter:", "setpriv:"];
 
+/// The exit codes of a shell or an `exec` that could not run a program (126: not executable, 127: not
+/// found): in front of the server stand the sandbox's wrapper, `nsenter`, `setpriv` and `bwrap`.
+const EXEC_FAILED_EXITS: [&str; 2] = ["exit:126", "exit:127"];
+
+/// The end reason of a tape (empty when it has none or cannot be read).
+fn tape_end(tape: &Path) -> String {
+    agentrank_schema::tape::read_tape(tape)
+        .ok()
+        .and_then(|lines| {
+            lines.into_iter().rev().find_map(|l| match l {
+                TapeLine::End(e) => Some(e.reason),
+                _ => None,
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// An external agent's server that the sandbox did not start, as a harness fault: the tap's tape holds
+/// nothing from the server and ends with the sandbox wrapper's own exit code or a failed `exec`. The
+/// tap does not record the server's stderr, so the exit code is all there is to tell the sandbox's
+/// failure from the server's; a server that exits with any other code before answering is the
+/// server's fault, which the wire names (`wire::server_faults`).
+fn tap_start_failure(tape: &Path) -> Option<HarnessFault> {
+    let lines = agentrank_schema::tape::read_tape(tape).ok()?;
+    let server_spoke = lines
+        .iter()
+        .any(|l| matches!(l, TapeLine::Message(m) if m.dir == agentrank_schema::tape::Dir::Out));
+    let end = lines.iter().rev().find_map(|l| match l {
+        TapeLine::End(e) => Some(e.reason.as_str()),
+        _ => None,
+    })?;
+    if server_spoke {
+        return None;
+    }
+    if end == SANDBOX_WRAPPER_EXIT {
+        Some(HarnessFault::Environment(
+            "the sandbox did not start the server: its wrapper could not join the attempt's control groups (the tap's tape ends exit:97)".into(),
+        ))
+    } else if EXEC_FAILED_EXITS.contains(&end) {
+        Some(HarnessFault::Environment(format!(
+            "the sandbox did not start the server: a program in front of it could not be run (the tap's tape ends {end} before the server wrote anything)"
+        )))
+    } else {
+        None
+    }
+}
+
 /// A session that did not start because of the harness (the server could not be spawned, its tape
 /// not written, or the sandbox around it failed) as a harness fault; `None` when the server's own
 /// process is what failed (it never answered `initialize`, exited, or answered wrongly), which is a
@@ -488,15 +536,7 @@ fn harness_start_failure(e: &crate::mcp::McpError, tape: &Path) -> Option<Harnes
             "the server could not be started: {e}"
         ))),
         McpError::Closed { stderr, .. } => {
-            let end = agentrank_schema::tape::read_tape(tape)
-                .ok()
-                .and_then(|lines| {
-                    lines.into_iter().rev().find_map(|l| match l {
-                        TapeLine::End(e) => Some(e.reason),
-                        _ => None,
-                    })
-                })
-                .unwrap_or_default();
+            let end = tape_end(tape);
             let complaint = stderr
                 .lines()
                 .map(str::trim)
@@ -517,6 +557,54 @@ fn harness_start_failure(e: &crate::mcp::McpError, tape: &Path) -> Option<Harnes
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under the tap, a tape with nothing from the server that ends with the sandbox wrapper's code or
+    /// a failed `exec` is the harness's failure; any other early exit, or a server that spoke, is not.
+    #[test]
+    fn a_tapped_server_the_sandbox_did_not_start_is_a_harness_fault() {
+        use agentrank_schema::tape::{Dir, EndLine, MessageLine, MetaLine, Plane, encode_tape};
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("a.mcp.jsonl.zst");
+        let write = |messages: &[(Dir, &str)], end: &str| {
+            let mut lines = vec![TapeLine::Meta(MetaLine {
+                v: agentrank_schema::tape::TAPE_VERSION,
+                plane: Plane::Mcp,
+                attempt_id: "a".into(),
+                started_at: 0,
+                info: Default::default(),
+            })];
+            lines.extend(messages.iter().enumerate().map(|(t, (dir, raw))| {
+                TapeLine::Message(MessageLine {
+                    t: t as i64,
+                    dir: *dir,
+                    raw: (*raw).to_string(),
+                })
+            }));
+            lines.push(TapeLine::End(EndLine {
+                t: 9,
+                reason: end.into(),
+            }));
+            std::fs::write(&path, encode_tape(&lines)).expect("write tape");
+        };
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
+        for end in ["exit:127", "exit:126", "exit:97"] {
+            write(&[], end);
+            let fault = tap_start_failure(&path).expect(end);
+            assert!(
+                fault
+                    .describe()
+                    .contains("the sandbox did not start the server")
+            );
+            write(&[(Dir::In, init)], end);
+            assert!(tap_start_failure(&path).is_some(), "{end} after initialize");
+        }
+        write(&[], "exit:1");
+        assert_eq!(tap_start_failure(&path), None, "the server's own exit");
+        let answer = r#"{"jsonrpc":"2.0","id":0,"result":{}}"#;
+        write(&[(Dir::In, init), (Dir::Out, answer)], "exit:127");
+        assert_eq!(tap_start_failure(&path), None, "the server spoke");
+        assert_eq!(tap_start_failure(&dir.path().join("none")), None, "no tape");
+    }
 
     /// A session that did not start is the harness's failure only when the harness is what failed:
     /// the server could not be spawned, or the sandbox programs around it complained.

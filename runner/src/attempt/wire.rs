@@ -241,6 +241,25 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
     }
     let first_pending = order.iter().find_map(|id| pending.get(id));
     let (end_t, end_reason) = end.unwrap_or((0, String::new()));
+    // Nothing was asked and nothing answered, yet the server's process ended on its own with an error:
+    // it died starting up, before a client (the tap's, an external agent's) sent `initialize`.
+    if order.is_empty()
+        && answered.is_empty()
+        && non_json == 0
+        && let Some(code) = end_reason
+            .strip_prefix("exit:")
+            .and_then(|c| c.parse::<i32>().ok())
+            .filter(|c| *c != 0)
+    {
+        faults.push(ServerFault {
+            // Not `server-exited` (a request left unanswered): it never started serving.
+            code: FaultCode::NoInitialize,
+            description: format!(
+                "the server exited with code {code} before the client sent initialize"
+            ),
+            before_start: true,
+        });
+    }
     if let Some(req) = first_pending {
         let before_start = req.method == "initialize";
         let exited = end_reason
@@ -450,6 +469,26 @@ mod tests {
             f[0].description,
             "the server never answered initialize #1 (waited 29.0 s)"
         );
+    }
+
+    /// Under the tap an external agent's client may not have written anything yet when the server
+    /// dies starting up: the tape then holds only its exit. A clean exit, a signal (the harness
+    /// ending the session) or an exchange are not that.
+    #[test]
+    fn an_exit_before_any_request_is_a_fault_before_start() {
+        let f = server_faults(&tape(&[], "exit:1"), None);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, FaultCode::NoInitialize);
+        assert!(f[0].before_start);
+        assert_eq!(
+            f[0].description,
+            "the server exited with code 1 before the client sent initialize"
+        );
+        for end in ["exit:0", "signal:15", "stdin closed"] {
+            assert!(server_faults(&tape(&[], end), None).is_empty(), "{end}");
+        }
+        let answered = tape(&[(1, Dir::In, INIT), (2, Dir::Out, INIT_OK)], "exit:1");
+        assert!(server_faults(&answered, None).is_empty());
     }
 
     #[test]
