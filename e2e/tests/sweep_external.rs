@@ -98,18 +98,6 @@ fn prompt_tokens(req: &Value) -> u64 {
         / 4
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
-
 #[test]
 fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -120,7 +108,7 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
         .unwrap_or_else(|_| root.join(".cache/agentrank"));
     let tmp = tempfile::tempdir().expect("tmp");
     let roster = tmp.path().join("roster");
-    copy_dir(&root.join("roster"), &roster);
+    support::copy_dir(&root.join("roster"), &roster);
     std::fs::write(roster.join("agents/scripted.toml"), AGENT).expect("agent");
     let sweep = tmp.path().join("sweep.toml");
     std::fs::write(&sweep, SWEEP).expect("sweep");
@@ -322,4 +310,135 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
             .any(|r| r["tools"].as_array().is_none_or(Vec::is_empty)),
         "a request without tools (the no-server control)"
     );
+}
+
+/// The endpoint on loopback, answering with the scripted model; returns its base URL, the requests it
+/// saw, and what stops it.
+fn scripted_endpoint() -> (String, Arc<Mutex<Vec<Value>>>, impl FnOnce()) {
+    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+    let base = format!("http://{}", server.server_addr().to_ip().expect("ip"));
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (srv, log) = (server.clone(), seen.clone());
+    let thread = std::thread::spawn(move || {
+        while let Ok(mut rq) = srv.recv() {
+            let mut body = String::new();
+            let _ = rq.as_reader().read_to_string(&mut body);
+            let req: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            log.lock().expect("lock").push(req.clone());
+            let _ = rq.respond(tiny_http::Response::from_string(reply(&req).to_string()));
+        }
+    });
+    let stop = move || {
+        server.unblock();
+        let _ = thread.join();
+    };
+    (base, seen, stop)
+}
+
+/// A server that dies starting up (the misbehaving server's `exit-at-start`: a complaint on stderr,
+/// exit 1, before reading anything) behind the tap of an external agent. The runner's own client is
+/// not there to say why the session never started, and the agent goes on without tools; the attempt
+/// is still the server's failure before start, named from the tap's tape (`no-initialize` when the
+/// server died before the agent's `initialize` crossed the tap, `server-exited` when after), never a
+/// bare FAIL of the model, and never the harness's.
+#[test]
+fn a_server_that_dies_at_start_behind_the_tap_is_the_servers_fault() {
+    let root = support::workspace();
+    let cache = support::cache_dir();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let roster_dir = tmp.path().join("roster");
+    support::copy_dir(&root.join("roster"), &roster_dir);
+    std::fs::write(roster_dir.join("agents/scripted.toml"), AGENT).expect("agent");
+    let id = support::add_misbehaving(&roster_dir, "exit-at-start");
+    let roster = agentrank_runner::roster::Roster::load(&roster_dir).expect("roster");
+    support::install_misbehaving(&cache, &roster, &id);
+    let sweep = tmp.path().join("sweep.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            r#"sweep_id = "external-exit-at-start"
+seed = 22
+agents = ["scripted"]
+attempts = "single"
+isolation = "netns"
+probes = false
+null_modes = false
+construct_batches = 0
+
+[timeouts]
+min_s = 60
+max_s = 60
+calibration_attempts = 0
+
+[[categories]]
+category = "web-fetch"
+servers = ["{id}"]
+tasks = ["wf-html-code", "wf-json-field"]
+"#
+        ),
+    )
+    .expect("sweep");
+
+    let (base, _seen, stop) = scripted_endpoint();
+    let out = Command::new(support::agentrank_run())
+        .current_dir(&root)
+        .arg("sweep")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("--roster")
+        .arg(&roster_dir)
+        .arg("--cache")
+        .arg(&cache)
+        .env("AGENTRANK_OLLAMA_URL", &base)
+        .output()
+        .expect("run sweep");
+    stop();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dir = Path::new(String::from_utf8_lossy(&out.stdout).trim()).to_path_buf();
+    assert!(
+        dir.join("manifest.json").is_file(),
+        "no bundle sealed: {stderr}"
+    );
+    assert!(verify_bundle(&dir).expect("verify").is_empty());
+    let b = read_bundle(&dir).expect("read");
+
+    let attempts: Vec<_> = b
+        .tables
+        .attempts
+        .iter()
+        .filter(|a| a.server_id == id && a.agent_id == "scripted")
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:#?}");
+    for a in attempts {
+        eprintln!("{} {}: {:?} {}", a.attempt_id, a.task_id, a.outcome, a.outcome_reason);
+        assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
+        assert!(!a.excluded, "{}", a.outcome_reason);
+        assert_eq!(
+            a.fault_source,
+            Some(agentrank_schema::fault::FaultSource::Server),
+            "{}",
+            a.outcome_reason
+        );
+        assert!(
+            a.outcome_reason
+                .starts_with("server fault: the server exited with code 1 before"),
+            "{}",
+            a.outcome_reason
+        );
+        let code = a.fault_code.as_ref().map(|c| c.to_string());
+        assert!(
+            matches!(code.as_deref(), Some("no-initialize" | "server-exited")),
+            "{code:?}: {}",
+            a.outcome_reason
+        );
+        assert_eq!(a.server_tool_calls, 0);
+        // The tap's tape holds the exit and nothing the server said.
+        let wire = read_tape(&dir.join(&a.tape_mcp_path)).expect("wire tape");
+        assert!(
+            wire.iter()
+                .any(|l| matches!(l, TapeLine::End(e) if e.reason == "exit:1")),
+            "{wire:?}"
+        );
+    }
 }

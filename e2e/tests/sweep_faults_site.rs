@@ -31,14 +31,12 @@ use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::verify_bundle;
 use agentrank_schema::fault::FaultSource;
 use agentrank_schema::records::{AttemptRecord, ProbeKind, ProbeResult};
-use agentrank_schema::roster::LockEntry;
 use agentrank_schema::task::{ATTESTATIONS_FILE, AttestationsFile, TaskSpec};
 use agentrank_sitegen::input::SiteInput;
 use agentrank_sitegen::redact::HostFacts;
 use agentrank_sitegen::site::{self, BuildError};
 use agentrank_sitegen::{content, load};
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -71,42 +69,6 @@ const PRIVATE_ID: &str = "wf-outside-private";
 const PRIVATE_PROMPT: &str = "Kept outside the repository: open {{url}} and report the reference code shown in the page body.";
 const PRIVATE_RATIONALE: &str = "An operator's own private variant of reading a page.";
 const PRIVATE_ENVIRONMENT: &str = "An operator's own seeded page with one reference code.";
-
-fn roster_entry(id: &str, command: &str, args: &[&str]) -> String {
-    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
-    format!(
-        r#"id = "{id}"
-name = "Misbehaving test server ({id})"
-category = "web-fetch"
-row = "active"
-homepage = "https://www.agentrank.test/misbehaving"
-
-[package]
-registry = "pypi"
-name = "agentrank-misbehaving-server"
-version = "1.0.0"
-
-[launch]
-command = "{command}"
-args = [{}]
-
-[modes]
-default = "not-applicable"
-
-[capabilities]
-fetch-html = ["echo"]
-
-[recipes."*"]
-steps = [{{ tool = "echo", args = {{ text = "{{{{url}}}}" }} }}]
-
-[observed]
-protocol_version = "2025-11-25"
-tools = ["echo"]
-tool_definition_chars = 160
-"#,
-        args.join(", ")
-    )
-}
 
 /// Every process whose command line names `needle`.
 fn processes_naming(needle: &str) -> Vec<(u32, String)> {
@@ -152,10 +114,6 @@ fn processes_of_uids(uids: std::ops::Range<u32>) -> Vec<(u32, String)> {
     out
 }
 
-fn chmod(path: &Path, mode: u32) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
 #[test]
 fn every_fault_mode_sweeps_seals_verifies_analyses_and_builds_a_site_without_private_text() {
     let tmp = tempfile::Builder::new()
@@ -164,33 +122,23 @@ fn every_fault_mode_sweeps_seals_verifies_analyses_and_builds_a_site_without_pri
         .unwrap();
     let base = tmp.path();
     // The sandbox's unprivileged user must reach the install cache.
-    chmod(base, 0o755);
+    support::chmod(base, 0o755);
     let roster_dir = base.join("roster");
-    copy_dir(&root().join("roster"), &roster_dir);
+    support::copy_dir(&root().join("roster"), &roster_dir);
 
     let modes = modes();
     for m in NAMED_MODES {
         assert!(modes.iter().any(|x| x == m), "{m} is not among {modes:?}");
     }
-    let mut servers: Vec<String> = Vec::new();
-    for mode in &modes {
-        let id = format!("misbehaving-{mode}");
-        std::fs::write(
-            roster_dir.join(format!("web-fetch/{id}.toml")),
-            roster_entry(
-                &id,
-                "/usr/bin/python3",
-                &["{prefix}/misbehaving_server.py", mode],
-            ),
-        )
-        .unwrap();
-        servers.push(id);
-    }
+    let mut servers: Vec<String> = modes
+        .iter()
+        .map(|mode| support::add_misbehaving(&roster_dir, mode))
+        .collect();
     // A server that never starts: its program is not there.
     let id = "misbehaving-no-program".to_string();
     std::fs::write(
         roster_dir.join(format!("web-fetch/{id}.toml")),
-        roster_entry(&id, "{prefix}/not-installed", &[]),
+        support::misbehaving_entry(&id, "{prefix}/not-installed", &[]),
     )
     .unwrap();
     servers.push(id);
@@ -199,30 +147,7 @@ fn every_fault_mode_sweeps_seals_verifies_analyses_and_builds_a_site_without_pri
     let cache = base.join("cache");
     let roster = Roster::load(&roster_dir).unwrap();
     for id in &servers {
-        let server = roster.server(id).unwrap();
-        let dir = agentrank_runner::roster::install::install_dir(&cache, server);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(script(), dir.join("misbehaving_server.py")).unwrap();
-        let lock = LockEntry {
-            server: id.clone(),
-            registry: server.package.registry,
-            package: server.package.name.clone(),
-            version: server.package.version.clone(),
-            integrity: "sha256:test-only".into(),
-            tree_sha256: "0".repeat(64),
-            package_count: 1,
-            runtime: "python 3 (system)".into(),
-            packages: vec!["agentrank-misbehaving-server==1.0.0".into()],
-            source: None,
-        };
-        std::fs::write(
-            dir.join("agentrank-install.json"),
-            serde_json::to_vec(&lock).unwrap(),
-        )
-        .unwrap();
-    }
-    for d in walk_dirs(&cache) {
-        chmod(&d, 0o755);
+        support::install_misbehaving(&cache, &roster, id);
     }
 
     // A private task kept outside the repository.
@@ -806,28 +731,6 @@ fn each_fault_is_named_in_the_words_of_the_wire(b: &agentrank_schema::bundle::Lo
             a.server_id
         );
     }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = vec![dir.to_path_buf()];
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        if e.path().is_dir() {
-            out.extend(walk_dirs(&e.path()));
-        }
-    }
-    out
 }
 
 fn walk_files(dir: &Path) -> Vec<PathBuf> {

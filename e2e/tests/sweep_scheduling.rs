@@ -104,18 +104,6 @@ fn reply(req: &Value, starts: &Starts) -> Result<Value, ()> {
     }))
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
-        }
-    }
-}
-
 /// Runs `sweep` (TOML) with the scripted agents against the real server; returns the sealed bundle's
 /// directory, the bundle and the requests the endpoint saw.
 fn run(tmp: &Path, sweep: &str, agents: &[&str]) -> (PathBuf, LoadedBundle, Vec<Value>, String) {
@@ -126,7 +114,7 @@ fn run(tmp: &Path, sweep: &str, agents: &[&str]) -> (PathBuf, LoadedBundle, Vec<
         .map(|c| Path::new(&c).join("agentrank"))
         .unwrap_or_else(|_| root.join(".cache/agentrank"));
     let roster = tmp.join("roster");
-    copy_dir(&root.join("roster"), &roster);
+    support::copy_dir(&root.join("roster"), &roster);
     for a in agents {
         std::fs::write(roster.join(format!("agents/{a}.toml")), agent_toml(a)).expect("agent");
     }

@@ -1,5 +1,6 @@
 //! Shared helpers for the end-to-end tests: the `agentrank-run` binary they drive, the workspace and the
-//! install cache the tests share, installing roster servers, and process checks.
+//! install cache the tests share, installing roster servers, a roster copy, the misbehaving server as a
+//! roster server, and process checks.
 #![allow(dead_code)]
 
 pub mod bundles;
@@ -8,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use agentrank_runner::roster::{InstallOptions, InstalledServer, Roster};
+use agentrank_schema::roster::LockEntry;
+use std::os::unix::fs::PermissionsExt as _;
 
 #[allow(unused_imports)] // each test binary uses a part
 pub use agentrank_test_support::proc::{alive, processes_with_env};
@@ -87,4 +90,120 @@ pub fn install(roster: &Roster, id: &str) -> InstalledServer {
         panic!("installing {id} failed: {e}");
     }
     report.installed.pop().expect("one server installed")
+}
+
+/// Copies a directory tree (a roster, to add test servers or agents to).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
+/// Sets a path's permission bits.
+pub fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// A directory and every directory below it.
+pub fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        if e.path().is_dir() {
+            out.extend(walk_dirs(&e.path()));
+        }
+    }
+    out
+}
+
+/// A web-fetch roster entry for a test server started as `command args` (`{prefix}` is its install
+/// directory): one tool, `echo`, and a recipe that echoes the task's URL.
+pub fn misbehaving_entry(id: &str, command: &str, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        r#"id = "{id}"
+name = "Misbehaving test server ({id})"
+category = "web-fetch"
+row = "active"
+homepage = "https://www.agentrank.test/misbehaving"
+
+[package]
+registry = "pypi"
+name = "agentrank-misbehaving-server"
+version = "1.0.0"
+
+[launch]
+command = "{command}"
+args = [{}]
+
+[modes]
+default = "not-applicable"
+
+[capabilities]
+fetch-html = ["echo"]
+
+[recipes."*"]
+steps = [{{ tool = "echo", args = {{ text = "{{{{url}}}}" }} }}]
+
+[observed]
+protocol_version = "2025-11-25"
+tools = ["echo"]
+tool_definition_chars = 160
+"#,
+        args.join(", ")
+    )
+}
+
+/// Adds the misbehaving server in `mode` to the roster at `roster_dir` as `misbehaving-<mode>`
+/// (`python3 {prefix}/misbehaving_server.py <mode>`); returns its id.
+pub fn add_misbehaving(roster_dir: &Path, mode: &str) -> String {
+    let id = format!("misbehaving-{mode}");
+    std::fs::write(
+        roster_dir.join(format!("web-fetch/{id}.toml")),
+        misbehaving_entry(
+            &id,
+            "/usr/bin/python3",
+            &["{prefix}/misbehaving_server.py", mode],
+        ),
+    )
+    .expect("roster entry");
+    id
+}
+
+/// The "install" of a misbehaving roster server: the script in its install directory of `cache`, with
+/// a lock entry, readable by the sandbox's user.
+pub fn install_misbehaving(cache: &Path, roster: &Roster, id: &str) {
+    let server = roster.server(id).expect("the server is in the roster");
+    let dir = agentrank_runner::roster::install::install_dir(cache, server);
+    std::fs::create_dir_all(&dir).expect("install dir");
+    std::fs::copy(
+        agentrank_test_support::misbehaving_server_script(),
+        dir.join("misbehaving_server.py"),
+    )
+    .expect("copy the script");
+    let lock = LockEntry {
+        server: id.to_string(),
+        registry: server.package.registry,
+        package: server.package.name.clone(),
+        version: server.package.version.clone(),
+        integrity: "sha256:test-only".into(),
+        tree_sha256: "0".repeat(64),
+        package_count: 1,
+        runtime: "python 3 (system)".into(),
+        packages: vec!["agentrank-misbehaving-server==1.0.0".into()],
+        source: None,
+    };
+    std::fs::write(
+        dir.join("agentrank-install.json"),
+        serde_json::to_vec(&lock).expect("lock json"),
+    )
+    .expect("lock");
+    for d in walk_dirs(cache) {
+        chmod(&d, 0o755);
+    }
 }
