@@ -114,19 +114,7 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     std::fs::write(&sweep, SWEEP).expect("sweep");
 
     // The endpoint, on loopback: the agent runs beside the runner, only the server is sandboxed.
-    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
-    let base = format!("http://{}", server.server_addr().to_ip().expect("ip"));
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let (srv, log) = (server.clone(), seen.clone());
-    let thread = std::thread::spawn(move || {
-        while let Ok(mut rq) = srv.recv() {
-            let mut body = String::new();
-            let _ = rq.as_reader().read_to_string(&mut body);
-            let req: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-            log.lock().expect("lock").push(req.clone());
-            let _ = rq.respond(tiny_http::Response::from_string(reply(&req).to_string()));
-        }
-    });
+    let (base, seen, stop) = scripted_endpoint();
 
     let out = Command::new(support::agentrank_run())
         .current_dir(root)
@@ -141,8 +129,7 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
         .env("AGENTRANK_OLLAMA_URL", &base)
         .output()
         .expect("run sweep");
-    server.unblock();
-    let _ = thread.join();
+    stop();
     assert!(
         out.status.success(),
         "sweep failed: {}",
@@ -411,7 +398,10 @@ tasks = ["wf-html-code", "wf-json-field"]
         .collect();
     assert_eq!(attempts.len(), 2, "{attempts:#?}");
     for a in attempts {
-        eprintln!("{} {}: {:?} {}", a.attempt_id, a.task_id, a.outcome, a.outcome_reason);
+        eprintln!(
+            "{} {}: {:?} {}",
+            a.attempt_id, a.task_id, a.outcome, a.outcome_reason
+        );
         assert_eq!(a.outcome, OutcomeClass::Fail, "{}", a.outcome_reason);
         assert!(!a.excluded, "{}", a.outcome_reason);
         assert_eq!(
