@@ -240,65 +240,12 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
         }
     }
     let first_pending = order.iter().find_map(|id| pending.get(id));
-    let (end_t, end_reason) = end.unwrap_or((0, String::new()));
-    // Nothing was asked and nothing answered, yet the server's process ended on its own with an error:
-    // it died starting up, before a client (the tap's, an external agent's) sent `initialize`.
-    if order.is_empty()
-        && answered.is_empty()
-        && non_json == 0
-        && let Some(code) = end_reason
-            .strip_prefix("exit:")
-            .and_then(|c| c.parse::<i32>().ok())
-            .filter(|c| *c != 0)
-    {
-        faults.push(ServerFault {
-            // Not `server-exited` (a request left unanswered): it never started serving.
-            code: FaultCode::NoInitialize,
-            description: format!(
-                "the server exited with code {code} before the client sent initialize"
-            ),
-            before_start: true,
-        });
-    }
-    if let Some(req) = first_pending {
-        let before_start = req.method == "initialize";
-        let exited = end_reason
-            .strip_prefix("exit:")
-            .and_then(|c| c.parse::<i32>().ok())
-            .filter(|c| *c != 0)
-            .map(|c| format!("exited with code {c}"))
-            .or_else(|| {
-                end_reason
-                    .strip_prefix("signal:")
-                    .map(|s| format!("was ended by signal {s}"))
-            });
-        match exited {
-            Some(how) => faults.push(ServerFault {
-                code: FaultCode::ServerExited,
-                description: format!("the server {how} before answering {}", req.name()),
-                before_start,
-            }),
-            None => {
-                let waited = (end_t - req.t).max(0) as f64 / 1_000_000.0;
-                faults.push(ServerFault {
-                    code: if before_start {
-                        FaultCode::NoInitialize
-                    } else {
-                        FaultCode::NoAnswer
-                    },
-                    description: if waited > 0.0 {
-                        format!(
-                            "the server never answered {} (waited {waited:.1} s)",
-                            req.name()
-                        )
-                    } else {
-                        format!("the server never answered {}", req.name())
-                    },
-                    before_start,
-                });
-            }
-        }
-    }
+    let nothing_exchanged = order.is_empty() && answered.is_empty() && non_json == 0;
+    faults.extend(session_end_fault(
+        first_pending,
+        nothing_exchanged,
+        end.unwrap_or((0, String::new())),
+    ));
     if let Some(id) = unknown_ids.first() {
         faults.push(ServerFault {
             code: FaultCode::UnknownId,
@@ -340,6 +287,65 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
         });
     }
     faults
+}
+
+/// What the end of the session says of the server: the first request it left unanswered (it exited,
+/// was ended by a signal, or never answered), or, when nothing was exchanged at all, an exit with an
+/// error: it died starting up, before the client (the runner's, or an external agent's through the
+/// tap) sent `initialize`. `end` is the tape's end line: its time and reason.
+fn session_end_fault(
+    first_pending: Option<&Request>,
+    nothing_exchanged: bool,
+    (end_t, end_reason): (i64, String),
+) -> Option<ServerFault> {
+    let exit_code = end_reason
+        .strip_prefix("exit:")
+        .and_then(|c| c.parse::<i32>().ok())
+        .filter(|c| *c != 0);
+    let Some(req) = first_pending else {
+        return exit_code
+            .filter(|_| nothing_exchanged)
+            .map(|code| ServerFault {
+                // Not `server-exited` (a request left unanswered): it never started serving.
+                code: FaultCode::NoInitialize,
+                description: format!(
+                    "the server exited with code {code} before the client sent initialize"
+                ),
+                before_start: true,
+            });
+    };
+    let before_start = req.method == "initialize";
+    let exited = exit_code
+        .map(|c| format!("exited with code {c}"))
+        .or_else(|| {
+            end_reason
+                .strip_prefix("signal:")
+                .map(|s| format!("was ended by signal {s}"))
+        });
+    if let Some(how) = exited {
+        return Some(ServerFault {
+            code: FaultCode::ServerExited,
+            description: format!("the server {how} before answering {}", req.name()),
+            before_start,
+        });
+    }
+    let waited = (end_t - req.t).max(0) as f64 / 1_000_000.0;
+    Some(ServerFault {
+        code: if before_start {
+            FaultCode::NoInitialize
+        } else {
+            FaultCode::NoAnswer
+        },
+        description: if waited > 0.0 {
+            format!(
+                "the server never answered {} (waited {waited:.1} s)",
+                req.name()
+            )
+        } else {
+            format!("the server never answered {}", req.name())
+        },
+        before_start,
+    })
 }
 
 #[cfg(test)]
