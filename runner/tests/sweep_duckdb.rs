@@ -80,7 +80,7 @@ fn the_duckdb_server_reads_and_writes_its_seeded_file_and_the_state_is_verified(
         .fixture_health
         .iter()
         .filter(|h| duck.iter().any(|a| a.attempt_id == h.attempt_id))
-        .filter(|h| h.component == "database" && h.healthy)
+        .filter(|h| h.component.as_str() == "database" && h.healthy)
         .count();
     assert_eq!(seeded, 3, "each DuckDB attempt records its seeded file");
     // The write task passed on the default-read-write server too (its write mode is its default).

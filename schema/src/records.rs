@@ -478,12 +478,41 @@ impl Table for ProbeRecord {
     }
 }
 
+/// What a fixture-health row checked: `fixture_health.component`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HealthComponent {
+    /// The fixture host inside the attempt's sandbox (the pages and the canary).
+    FixtureHost,
+    /// The attempt's database on its sidecar.
+    Database,
+}
+
+impl HealthComponent {
+    /// Every component, in declaration order.
+    pub const ALL: [HealthComponent; 2] = [HealthComponent::FixtureHost, HealthComponent::Database];
+
+    /// The word in the table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthComponent::FixtureHost => "fixture-host",
+            HealthComponent::Database => "database",
+        }
+    }
+}
+
+impl fmt::Display for HealthComponent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One health check of an attempt's fixture world (fixture host, database).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FixtureHealthRecord {
     pub attempt_id: String,
-    /// `fixture-host`, `database`, …
-    pub component: String,
+    /// `fixture-host` or `database`.
+    pub component: HealthComponent,
     pub checked_at: TimestampMicros,
     pub healthy: bool,
     pub latency_ms: Option<f64>,

@@ -318,7 +318,7 @@ fn sample_unit(bundle_id: &str, i: usize, long: &str) -> StagedUnit {
         },
         fixture_health: vec![FixtureHealthRecord {
             attempt_id: attempt_id.clone(),
-            component: "database".into(),
+            component: crate::records::HealthComponent::Database,
             checked_at: if i == 0 { 0 } else { started },
             healthy: true,
             latency_ms: Some(0.25),

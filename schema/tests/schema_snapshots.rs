@@ -137,7 +137,9 @@ fn word_lists() {
     insta::assert_snapshot!("words_fault_code", words(&FaultCode::ALL));
     agree(&FaultSource::ALL);
     agree(&FaultCode::ALL);
-    use agentrank_schema::records::{NotCheckedReason, RevisionSource, Side};
+    use agentrank_schema::records::{HealthComponent, NotCheckedReason, RevisionSource, Side};
+    insta::assert_snapshot!("words_health_component", words(&HealthComponent::ALL));
+    agree(&HealthComponent::ALL);
     insta::assert_snapshot!("words_side", words(&Side::ALL));
     insta::assert_snapshot!("words_revision_source", words(&RevisionSource::ALL));
     insta::assert_snapshot!("words_not_checked_reason", words(&NotCheckedReason::ALL));

@@ -252,7 +252,7 @@ impl FixtureHost {
         };
         FixtureHealthRecord {
             attempt_id: attempt_id.to_owned(),
-            component: "fixture-host".into(),
+            component: agentrank_schema::records::HealthComponent::FixtureHost,
             checked_at,
             healthy,
             latency_ms: Some(start.elapsed().as_secs_f64() * 1000.0),

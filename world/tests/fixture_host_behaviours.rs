@@ -285,7 +285,7 @@ fn serves_every_behaviour_and_records_it() {
         .host
         .health_check("attempt-x", &|| TcpStream::connect(addr));
     assert!(health.healthy, "{}", health.detail);
-    assert_eq!(health.component, "fixture-host");
+    assert_eq!(health.component.as_str(), "fixture-host");
     assert_eq!(r.host.log(), before, "health check was logged");
 
     let log = r.host.shutdown();

@@ -578,7 +578,7 @@ mod tests {
             protocol_rows: Vec::new(),
             fixture_health: vec![FixtureHealthRecord {
                 attempt_id: ID.into(),
-                component: "fixture-host".into(),
+                component: agentrank_schema::records::HealthComponent::FixtureHost,
                 checked_at: 1_000_100,
                 healthy: true,
                 latency_ms: Some(1.5),

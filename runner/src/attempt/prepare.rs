@@ -10,7 +10,7 @@ use crate::classify::HarnessFault;
 use crate::dataset::client::Target;
 use crate::sandbox::DatabaseLink;
 use agentrank_schema::fixture::FixtureSite;
-use agentrank_schema::records::FixtureHealthRecord;
+use agentrank_schema::records::{FixtureHealthRecord, HealthComponent};
 use agentrank_schema::role::BuiltinAgent;
 use agentrank_schema::roster::ServerConfig;
 use agentrank_schema::sweep::{PlannedAttempt, SlotKind};
@@ -241,7 +241,7 @@ fn seed_database(
             }
             health.push(FixtureHealthRecord {
                 attempt_id: id.to_string(),
-                component: "database".into(),
+                component: HealthComponent::Database,
                 checked_at: now_us(),
                 healthy: true,
                 latency_ms: None,
@@ -255,7 +255,7 @@ fn seed_database(
         Err(e) => {
             health.push(FixtureHealthRecord {
                 attempt_id: id.to_string(),
-                component: "database".into(),
+                component: HealthComponent::Database,
                 checked_at: now_us(),
                 healthy: false,
                 latency_ms: None,

@@ -365,7 +365,7 @@ fn health_chips(ix: &Index<'_>, a: &AttemptRecord) -> Vec<Chip> {
         .into_iter()
         .flatten()
         .map(|h| Chip {
-            label: visible(&h.component),
+            label: visible(h.component.as_str()),
             value: format!(
                 "{}{}",
                 if h.healthy { "healthy" } else { "unhealthy" },

@@ -631,7 +631,7 @@ pub fn synthesise(spec: &Spec, root: &Path) -> Synth {
                             ],
                             fixture_health: vec![FixtureHealthRecord {
                                 attempt_id: attempt_id.clone(),
-                                component: "fixture-host".into(),
+                                component: agentrank_schema::records::HealthComponent::FixtureHost,
                                 checked_at: 1_790_000_000_000_000,
                                 healthy: true,
                                 latency_ms: Some(1.5),

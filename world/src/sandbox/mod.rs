@@ -539,7 +539,7 @@ impl World {
             Some(h) => h.health_check(&self.attempt_id, &|| self.connect_inside(addr)),
             None => FixtureHealthRecord {
                 attempt_id: self.attempt_id.clone(),
-                component: "fixture-host".into(),
+                component: agentrank_schema::records::HealthComponent::FixtureHost,
                 checked_at: 0,
                 healthy: false,
                 latency_ms: None,
