@@ -114,22 +114,8 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     std::fs::write(&sweep, SWEEP).expect("sweep");
 
     // The endpoint, on loopback: the agent runs beside the runner, only the server is sandboxed.
-    let (base, seen, stop) = scripted_endpoint();
-
-    let out = Command::new(support::agentrank_run())
-        .current_dir(root)
-        .arg("sweep")
-        .arg(&sweep)
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .arg("--roster")
-        .arg(&roster)
-        .arg("--cache")
-        .arg(&cache)
-        .env("AGENTRANK_OLLAMA_URL", &base)
-        .output()
-        .expect("run sweep");
-    stop();
+    let (out, requests) =
+        sweep_with_scripted_model(root, &sweep, &roster, &cache, &tmp.path().join("out"));
     assert!(
         out.status.success(),
         "sweep failed: {}",
@@ -140,7 +126,6 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     let b = read_bundle(&dir).expect("read");
 
     // Every request carried the fixed system prompt; the model id is the pinned one.
-    let requests = seen.lock().expect("lock").clone();
     assert!(!requests.is_empty(), "the endpoint was never called");
     for r in &requests {
         assert_eq!(r["messages"][0]["content"], SYSTEM_PROMPT);
@@ -299,9 +284,15 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     );
 }
 
-/// The endpoint on loopback, answering with the scripted model; returns its base URL, the requests it
-/// saw, and what stops it.
-fn scripted_endpoint() -> (String, Arc<Mutex<Vec<Value>>>, impl FnOnce()) {
+/// Runs `agentrank-run sweep` with the scripted model answering on loopback (the agent runs beside
+/// the runner; only the server is sandboxed); returns the run's output and the requests the model saw.
+fn sweep_with_scripted_model(
+    root: &Path,
+    sweep: &Path,
+    roster: &Path,
+    cache: &Path,
+    out: &Path,
+) -> (std::process::Output, Vec<Value>) {
     let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
     let base = format!("http://{}", server.server_addr().to_ip().expect("ip"));
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -315,11 +306,23 @@ fn scripted_endpoint() -> (String, Arc<Mutex<Vec<Value>>>, impl FnOnce()) {
             let _ = rq.respond(tiny_http::Response::from_string(reply(&req).to_string()));
         }
     });
-    let stop = move || {
-        server.unblock();
-        let _ = thread.join();
-    };
-    (base, seen, stop)
+    let output = Command::new(support::agentrank_run())
+        .current_dir(root)
+        .arg("sweep")
+        .arg(sweep)
+        .arg("--out")
+        .arg(out)
+        .arg("--roster")
+        .arg(roster)
+        .arg("--cache")
+        .arg(cache)
+        .env("AGENTRANK_OLLAMA_URL", &base)
+        .output()
+        .expect("run sweep");
+    server.unblock();
+    let _ = thread.join();
+    let requests = seen.lock().expect("lock").clone();
+    (output, requests)
 }
 
 /// A server that dies starting up (the misbehaving server's `exit-at-start`: a complaint on stderr,
@@ -366,21 +369,8 @@ tasks = ["wf-html-code", "wf-json-field"]
     )
     .expect("sweep");
 
-    let (base, _seen, stop) = scripted_endpoint();
-    let out = Command::new(support::agentrank_run())
-        .current_dir(&root)
-        .arg("sweep")
-        .arg(&sweep)
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .arg("--roster")
-        .arg(&roster_dir)
-        .arg("--cache")
-        .arg(&cache)
-        .env("AGENTRANK_OLLAMA_URL", &base)
-        .output()
-        .expect("run sweep");
-    stop();
+    let (out, _) =
+        sweep_with_scripted_model(&root, &sweep, &roster_dir, &cache, &tmp.path().join("out"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let dir = Path::new(String::from_utf8_lossy(&out.stdout).trim()).to_path_buf();
     assert!(

@@ -289,16 +289,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
     );
     let merged = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
     assert!(verify_bundle(&merged).expect("verify").is_empty());
-    let ids = |d: &Path| -> BTreeSet<String> {
-        read_bundle(d)
-            .expect("read")
-            .tables
-            .attempts
-            .into_iter()
-            .filter(|a| a.rerun_index == 0)
-            .map(|a| a.attempt_id)
-            .collect()
-    };
+    let ids = support::bundles::first_try_ids;
     // Every planned attempt has the same content-derived id; re-runs (new seeds) are compared by slot.
     assert_eq!(
         ids(&merged),

@@ -902,16 +902,7 @@ fn a_sharded_sweep_on_slurm_equals_one_process_and_survives_a_cancelled_shard() 
     assert!(o.status.success(), "single sweep: {}", output_text(&o));
     let base = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
     assert!(verify_bundle(&base).expect("verify").is_empty());
-    let ids = |d: &Path| -> BTreeSet<String> {
-        read_bundle(d)
-            .expect("read")
-            .tables
-            .attempts
-            .into_iter()
-            .filter(|a| a.rerun_index == 0)
-            .map(|a| a.attempt_id)
-            .collect()
-    };
+    let ids = support::bundles::first_try_ids;
     assert_eq!(
         ids(&merged),
         ids(&base),

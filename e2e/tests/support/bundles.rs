@@ -124,3 +124,16 @@ pub fn assert_same(got: &str, want: &str, what: &str) {
         w[lo..(i + 3).min(w.len())].join("\n")
     );
 }
+
+/// The ids of a bundle's first tries (re-runs aside): content-derived, so the same plan run twice, or
+/// sharded and merged, gives the same set.
+pub fn first_try_ids(dir: &Path) -> BTreeSet<String> {
+    read_bundle(dir)
+        .expect("read")
+        .tables
+        .attempts
+        .into_iter()
+        .filter(|a| a.rerun_index == 0)
+        .map(|a| a.attempt_id)
+        .collect()
+}
