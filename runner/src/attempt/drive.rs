@@ -131,8 +131,8 @@ pub(super) fn drive_attached(
                 .faults
                 .push(HarnessFault::AdapterCrash(e.to_string())),
         }
-        redact_tape_file(&mcp_tape, &env.redactor).map_err(failed(id))?;
-        driven.faults.extend(tap_start_failure(&mcp_tape));
+        let wire = redact_tape_file(&mcp_tape, &env.redactor).map_err(failed(id))?;
+        driven.faults.extend(tap_start_failure(&wire));
     } else {
         drive_builtin(
             env,
@@ -459,15 +459,17 @@ fn measurement_time(took: Duration) -> String {
 }
 
 /// Rewrites a tape written by another process (the tap) with host paths replaced, as every staged
-/// tape is.
-fn redact_tape_file(path: &Path, redactor: &crate::redact::HostRedactor) -> Result<(), DriveError> {
+/// tape is; returns the lines it read (none when there is no tape).
+fn redact_tape_file(
+    path: &Path,
+    redactor: &crate::redact::HostRedactor,
+) -> Result<Vec<TapeLine>, DriveError> {
     if !path.exists() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let lines = agentrank_schema::tape::read_tape(path)?;
-    write_tape_lines(path, "", &lines, redactor)
-        .map(|_| ())
-        .map_err(|e| DriveError::WriteTape(Box::new(e)))
+    write_tape_lines(path, "", &lines, redactor).map_err(|e| DriveError::WriteTape(Box::new(e)))?;
+    Ok(lines)
 }
 
 /// The exit code of the sandbox's own wrapper when it cannot put the server in its control groups
@@ -500,8 +502,7 @@ fn tape_end(tape: &Path) -> String {
 /// tap does not record the server's stderr, so the exit code is all there is to tell the sandbox's
 /// failure from the server's; a server that exits with any other code before answering is the
 /// server's fault, which the wire names (`wire::server_faults`).
-fn tap_start_failure(tape: &Path) -> Option<HarnessFault> {
-    let lines = agentrank_schema::tape::read_tape(tape).ok()?;
+fn tap_start_failure(lines: &[TapeLine]) -> Option<HarnessFault> {
     let server_spoke = lines
         .iter()
         .any(|l| matches!(l, TapeLine::Message(m) if m.dir == agentrank_schema::tape::Dir::Out));
@@ -562,10 +563,8 @@ mod tests {
     /// a failed `exec` is the harness's failure; any other early exit, or a server that spoke, is not.
     #[test]
     fn a_tapped_server_the_sandbox_did_not_start_is_a_harness_fault() {
-        use agentrank_schema::tape::{Dir, EndLine, MessageLine, MetaLine, Plane, encode_tape};
-        let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("a.mcp.jsonl.zst");
-        let write = |messages: &[(Dir, &str)], end: &str| {
+        use agentrank_schema::tape::{Dir, EndLine, MessageLine, MetaLine, Plane};
+        let tape = |messages: &[(Dir, &str)], end: &str| {
             let mut lines = vec![TapeLine::Meta(MetaLine {
                 v: agentrank_schema::tape::TAPE_VERSION,
                 plane: Plane::Mcp,
@@ -584,26 +583,30 @@ mod tests {
                 t: 9,
                 reason: end.into(),
             }));
-            std::fs::write(&path, encode_tape(&lines)).expect("write tape");
+            lines
         };
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
         for end in ["exit:127", "exit:126", "exit:97"] {
-            write(&[], end);
-            let fault = tap_start_failure(&path).expect(end);
+            let fault = tap_start_failure(&tape(&[], end)).expect(end);
             assert!(
                 fault
                     .describe()
                     .contains("the sandbox did not start the server")
             );
-            write(&[(Dir::In, init)], end);
-            assert!(tap_start_failure(&path).is_some(), "{end} after initialize");
+            assert!(
+                tap_start_failure(&tape(&[(Dir::In, init)], end)).is_some(),
+                "{end} after initialize"
+            );
         }
-        write(&[], "exit:1");
-        assert_eq!(tap_start_failure(&path), None, "the server's own exit");
+        assert_eq!(
+            tap_start_failure(&tape(&[], "exit:1")),
+            None,
+            "the server's own exit"
+        );
         let answer = r#"{"jsonrpc":"2.0","id":0,"result":{}}"#;
-        write(&[(Dir::In, init), (Dir::Out, answer)], "exit:127");
-        assert_eq!(tap_start_failure(&path), None, "the server spoke");
-        assert_eq!(tap_start_failure(&dir.path().join("none")), None, "no tape");
+        let spoke = tape(&[(Dir::In, init), (Dir::Out, answer)], "exit:127");
+        assert_eq!(tap_start_failure(&spoke), None, "the server spoke");
+        assert_eq!(tap_start_failure(&[]), None, "no tape");
     }
 
     /// A session that did not start is the harness's failure only when the harness is what failed:
