@@ -5,7 +5,7 @@
 //! the task prompt with the first tool offered and answers with the first reference code the tool
 //! returned; with no tools attached it gives up.
 //!
-//! Needs the server installed (`cargo xtask test` does it) and root for the sandbox.
+//! Installs the server into the shared cache when it is not there; needs root for the sandbox.
 
 mod support;
 
@@ -112,6 +112,7 @@ fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
     std::fs::write(roster.join("agents/scripted.toml"), AGENT).expect("agent");
     let sweep = tmp.path().join("sweep.toml");
     std::fs::write(&sweep, SWEEP).expect("sweep");
+    support::install_sweep_servers(&sweep);
 
     // The endpoint, on loopback: the agent runs beside the runner, only the server is sandboxed.
     let (out, requests) =

@@ -4,8 +4,8 @@
 //! servers are swept by `cargo xtask demo` itself; `AGENTRANK_TEST_SWEEP=FILE` runs a sweep file
 //! unchanged instead.
 //!
-//! Needs the servers installed (`agentrank-run install --sweep sweeps/demo.toml`, which `cargo xtask
-//! test` runs first) and root for the sandbox. It checks the construct side of the methodology: the
+//! Installs the sweep's servers into the shared cache when they are not there, and needs root for the
+//! sandbox. It checks the construct side of the methodology: the
 //! timeout calibration, the construct gate's extension batches, the reference agent passing every core
 //! task on each category's reference server through its roster recipes (the construct gate's premise,
 //! stricter than the gate's 90%), the null models passing no core task, every outcome carrying its
@@ -60,6 +60,7 @@ fn demo_sweep_seals_a_bundle_that_meets_the_construct_checks() {
     let sweep_file = std::env::var("AGENTRANK_TEST_SWEEP")
         .map(PathBuf::from)
         .unwrap_or_else(|_| demo_on_reference_servers(out.path()));
+    support::install_sweep_servers(&sweep_file);
     let cache = support::cache_dir();
     let run = Command::new(support::agentrank_run())
         .current_dir(root)

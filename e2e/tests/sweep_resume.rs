@@ -5,8 +5,8 @@
 //! SIGINT or a normal end). Running the plan as 4 shards in 4 processes and merging gives the same
 //! attempts as one process.
 //!
-//! A real server (dbhub on PostgreSQL) in the netns sandbox; needs them installed
-//! (`cargo xtask test` does it) and root.
+//! A real server (dbhub on PostgreSQL) in the netns sandbox, installed into the shared cache when it
+//! is not there; needs root.
 
 mod support;
 
@@ -134,6 +134,7 @@ fn killed_sweeps_resume_to_the_same_bundle_shards_merge_to_it_and_nothing_outliv
     let tmp = tempfile::tempdir().expect("tmp");
     let sweep = tmp.path().join("sweep.toml");
     std::fs::write(&sweep, SWEEP).expect("write sweep");
+    support::install_sweep_servers(&sweep);
 
     // Baseline, uninterrupted.
     let base_out = tmp.path().join("base");

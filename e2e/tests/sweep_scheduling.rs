@@ -6,8 +6,8 @@
 //! in the number's place.
 //!
 //! The server is the real `mcp-server-fetch` in the netns sandbox behind the real tap; the models are
-//! one scripted endpoint (Ollama's `/api/chat` format) whose policy is chosen by the model name. Needs
-//! the server installed (`cargo xtask test` does it) and root for the sandbox.
+//! one scripted endpoint (Ollama's `/api/chat` format) whose policy is chosen by the model name. The
+//! server is installed into the shared cache when it is not there; root is needed for the sandbox.
 
 mod support;
 
@@ -173,6 +173,7 @@ fn is_root() -> bool {
 #[test]
 fn the_adaptive_rule_and_reruns_run_for_a_real_agent() {
     assert!(is_root(), "the netns sandbox needs root");
+    support::install(&support::roster(), "mcp-server-fetch");
     let tmp = tempfile::tempdir().expect("tmp");
     let sweep = r#"
 sweep_id = "scheduling-test"
@@ -267,6 +268,7 @@ tasks = ["wf-html-code"]
 #[test]
 fn a_gate_before_budget_skips_the_agents_scored_attempts() {
     assert!(is_root(), "the netns sandbox needs root");
+    support::install(&support::roster(), "mcp-server-fetch");
     let tmp = tempfile::tempdir().expect("tmp");
     let sweep = r#"
 sweep_id = "gates-before-budget-test"
@@ -424,6 +426,7 @@ type ScoredRow = (String, Option<f64>, Option<f64>, Option<f64>);
 #[test]
 fn the_readme_snippets_reproduce_every_published_completion() {
     assert!(is_root(), "the netns sandbox needs root");
+    support::install(&support::roster(), "mcp-server-fetch");
     let tmp = tempfile::tempdir().expect("tmp");
     let sweep = r#"
 sweep_id = "reader-snippets-test"

@@ -3,7 +3,9 @@
 //! the documented write mode, and the runner reads the file back (with its write-ahead log) to verify
 //! the state. Non-ASCII values come back from this server as JSON `\u` escapes inside its text results.
 //!
-//! Needs the server installed (`cargo xtask test` does it) and root for the sandbox.
+//! Installs both servers into the shared cache when they are not there; needs root for the sandbox.
+
+mod support;
 
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::bundle::{read_bundle, verify_bundle};
@@ -31,17 +33,17 @@ tasks = ["db-count", "db-unicode", "db-write"]
 
 #[test]
 fn the_duckdb_server_reads_and_writes_its_seeded_file_and_the_state_is_verified() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("root");
-    let cache = std::env::var("AGENTRANK_CACHE")
-        .map(|c| Path::new(&c).join("agentrank"))
-        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let root = support::workspace();
+    let cache = support::cache_dir();
+    let roster = support::roster();
+    for id in ["dbhub", "mcp-server-motherduck"] {
+        support::install(&roster, id);
+    }
     let tmp = tempfile::tempdir().expect("tmp");
     let sweep = tmp.path().join("sweep.toml");
     std::fs::write(&sweep, SWEEP).expect("write sweep");
     let out = Command::new(env!("CARGO_BIN_EXE_agentrank-run"))
-        .current_dir(root)
+        .current_dir(&root)
         .arg("sweep")
         .arg(&sweep)
         .arg("--out")

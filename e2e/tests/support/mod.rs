@@ -80,8 +80,13 @@ pub fn roster() -> Roster {
     Roster::load(&workspace().join("roster")).expect("the repository's roster loads")
 }
 
-/// Installs (or finds) one roster server in the shared cache.
+/// Installs (or finds) one roster server in the shared cache. One install at a time in a test binary:
+/// its tests run on parallel threads, and two installs of one server into one directory would race.
 pub fn install(roster: &Roster, id: &str) -> InstalledServer {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut options = InstallOptions::new(cache_dir());
     options.only = vec![id.to_string()];
     let mut report = agentrank_runner::roster::install(roster, &options, &mut |l| eprintln!("{l}"))
@@ -90,6 +95,27 @@ pub fn install(roster: &Roster, id: &str) -> InstalledServer {
         panic!("installing {id} failed: {e}");
     }
     report.installed.pop().expect("one server installed")
+}
+
+/// Installs (or finds) every server a sweep file names (`categories[].servers`) from the repository's
+/// roster, so a test's sweep finds them in the shared cache whatever ran before it.
+pub fn install_sweep_servers(sweep_file: &Path) {
+    let text = std::fs::read_to_string(sweep_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", sweep_file.display()));
+    let sweep: toml::Table =
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", sweep_file.display()));
+    let roster = roster();
+    let categories = sweep.get("categories").and_then(toml::Value::as_array);
+    for category in categories.into_iter().flatten() {
+        let servers = category.get("servers").and_then(toml::Value::as_array);
+        for id in servers
+            .into_iter()
+            .flatten()
+            .filter_map(toml::Value::as_str)
+        {
+            install(&roster, id);
+        }
+    }
 }
 
 /// Copies a directory tree (a roster, to add test servers or agents to).
