@@ -250,6 +250,7 @@ pub fn lint(catalog: &Catalog, opts: &LintOptions) -> LintReport {
     let tool_names = lint_tool_names(opts);
     let mut seen_ids: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut seen_categories = BTreeSet::new();
+    let mut renders = Vec::new();
 
     for (file, cat) in &catalog.files {
         let at = FileFindings { file };
@@ -265,10 +266,13 @@ pub fn lint(catalog: &Catalog, opts: &LintOptions) -> LintReport {
         lint_file_sets(&at, cat, &mut report);
         for t in &cat.tasks {
             lint_task_entry(&at, cat, t, &mut seen_ids, &mut report);
-            lint_task(t, cat.category, seeds, &tool_names, &mut report, file);
+            if let Some(r) = lint_task(t, cat.category, &tool_names, &mut report, file) {
+                renders.push(r);
+            }
         }
         lint_probes(&at, cat, seeds, &mut seen_ids, &mut report);
     }
+    lint_renders(&mut renders, seeds, &mut report);
     lint_generators(catalog, &mut report);
     report.findings.sort();
     report
@@ -507,15 +511,26 @@ impl TaskFindings<'_> {
     }
 }
 
-/// Lints one task: its verifiers, its prompt's words, and every seed's rendered instance.
-fn lint_task(
-    t: &TaskSpec,
+/// A task whose seeds are still to be rendered and checked ([`lint_renders`]).
+struct TaskRenders<'a> {
+    at: TaskFindings<'a>,
+    t: &'a TaskSpec,
+    prompt_names: Vec<String>,
+    /// Each rendered seed's instance hash; `None` once a seed failed to render (the rest are
+    /// skipped, and so is the collision check).
+    hashes: Option<Vec<(u64, String)>>,
+}
+
+/// Lints one task's verifiers and prompt words; returns what [`lint_renders`] needs to render and
+/// check its seeds, or `None` when the task cannot be rendered at all (no generator, a broken
+/// prompt template), which is then a finding.
+fn lint_task<'a>(
+    t: &'a TaskSpec,
     category: Category,
-    seeds: u64,
     tool_names: &BTreeSet<String>,
     report: &mut LintReport,
-    file: &Path,
-) {
+    file: &'a Path,
+) -> Option<TaskRenders<'a>> {
     report.tasks_checked += 1;
     let at = TaskFindings {
         file,
@@ -529,40 +544,59 @@ fn lint_task(
             "id",
             "no environment generator for this task".into(),
         );
-        return;
+        return None;
     }
     lint_prompt_words(&at, t, category, tool_names, report);
-    let prompt_names = match template::placeholders(&t.prompt) {
-        Ok(n) => n,
+    match template::placeholders(&t.prompt) {
+        Ok(prompt_names) => Some(TaskRenders {
+            at,
+            t,
+            prompt_names,
+            hashes: Some(Vec::new()),
+        }),
         Err(e) => {
             at.push(report, None, "prompt", e.to_string());
-            return;
+            None
         }
-    };
-    let mut hashes: Vec<(u64, String)> = Vec::new();
-    for seed in 0..seeds {
-        let inst = match render_task(t, seed) {
-            Ok(i) => i,
-            Err(e) => {
-                let field = if e.message.starts_with("verify") {
-                    "verify"
-                } else {
-                    "prompt"
-                };
-                at.push(report, Some(seed), field, e.message);
-                return;
-            }
-        };
-        lint_instance(&at, t, seed, &inst, &prompt_names, report);
-        hashes.push((seed, instance_sha256(&inst)));
     }
-    for (seed, prev) in seed_collisions(&hashes) {
-        at.push(
-            report,
-            Some(seed),
-            "environment",
-            format!("seed {seed} renders the same instance as seed {prev}"),
-        );
+}
+
+/// Renders every task's instances seed by seed (each seed's tasks together, so the database tasks
+/// of one seed share the one dataset the generators memoize instead of generating it once per task),
+/// checks each instance, and then each task's seeds for two rendering the same instance. A task whose
+/// seed fails to render stops there with a finding.
+fn lint_renders(tasks: &mut [TaskRenders<'_>], seeds: u64, report: &mut LintReport) {
+    for seed in 0..seeds {
+        for r in tasks.iter_mut() {
+            let Some(hashes) = r.hashes.as_mut() else {
+                continue;
+            };
+            match render_task(r.t, seed) {
+                Ok(inst) => {
+                    lint_instance(&r.at, r.t, seed, &inst, &r.prompt_names, report);
+                    hashes.push((seed, instance_sha256(&inst)));
+                }
+                Err(e) => {
+                    let field = if e.message.starts_with("verify") {
+                        "verify"
+                    } else {
+                        "prompt"
+                    };
+                    r.at.push(report, Some(seed), field, e.message);
+                    r.hashes = None;
+                }
+            }
+        }
+    }
+    for r in tasks.iter() {
+        for (seed, prev) in seed_collisions(r.hashes.as_deref().unwrap_or_default()) {
+            r.at.push(
+                report,
+                Some(seed),
+                "environment",
+                format!("seed {seed} renders the same instance as seed {prev}"),
+            );
+        }
     }
 }
 
