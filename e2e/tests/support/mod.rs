@@ -80,13 +80,9 @@ pub fn roster() -> Roster {
     Roster::load(&workspace().join("roster")).expect("the repository's roster loads")
 }
 
-/// Installs (or finds) one roster server in the shared cache. One install at a time in a test binary:
-/// its tests run on parallel threads, and two installs of one server into one directory would race.
+/// Installs (or finds) one roster server in the shared cache (tests on parallel threads may ask for
+/// the same server: the install cache's lock lets one install it and the other find it).
 pub fn install(roster: &Roster, id: &str) -> InstalledServer {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut options = InstallOptions::new(cache_dir());
     options.only = vec![id.to_string()];
     let mut report = agentrank_runner::roster::install(roster, &options, &mut |l| eprintln!("{l}"))

@@ -106,6 +106,27 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     }
 }
 
+/// The cache's install lock (`.install.lock` in the cache directory), held until dropped: one install
+/// at a time per cache, across threads and processes. Two installs of one server, or of one Node
+/// runtime, would otherwise remove the directory the other is writing; whoever waited checks the
+/// marker again before installing.
+fn install_lock(cache_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, InstallError> {
+    std::fs::create_dir_all(cache_dir).map_err(io_err(cache_dir))?;
+    let path = cache_dir.join(".install.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
+        InstallError::Io {
+            path,
+            source: std::io::Error::from(errno),
+        }
+    })
+}
+
 /// The outcome of an install run: what is ready and what failed, per server.
 #[derive(Debug, Default)]
 pub struct InstallReport {
@@ -325,21 +346,30 @@ fn install_one(
         }
         std::fs::remove_file(&marker).map_err(io_err(&marker))?;
     }
+    let installed =
+        |dir: PathBuf, context: LaunchContext| -> Result<InstalledServer, InstallError> {
+            let text = std::fs::read_to_string(&marker).map_err(io_err(&marker))?;
+            let lock: LockEntry = serde_json::from_str(&text).map_err(|e| InstallError::Lock {
+                file: marker.clone(),
+                message: e.to_string(),
+            })?;
+            Ok(InstalledServer {
+                id: server.id.clone(),
+                dir,
+                lock,
+                context,
+            })
+        };
     if marker.exists() {
-        let text = std::fs::read_to_string(&marker).map_err(io_err(&marker))?;
-        let lock: LockEntry = serde_json::from_str(&text).map_err(|e| InstallError::Lock {
-            file: marker.clone(),
-            message: e.to_string(),
-        })?;
-        return Ok(InstalledServer {
-            id: server.id.clone(),
-            dir,
-            lock,
-            context,
-        });
+        return installed(dir, context);
     }
     if options.offline {
         return Err(InstallError::NotInstalled(server.id.clone()));
+    }
+    let _lock = install_lock(&options.cache_dir)?;
+    if marker.exists() {
+        // Installed by another install while this one waited for the lock.
+        return installed(dir, context);
     }
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
@@ -437,6 +467,11 @@ fn node_runtime(
     }
     if offline {
         return Err(InstallError::NotInstalled(format!("node {version}")));
+    }
+    let _lock = install_lock(cache_dir)?;
+    if marker.exists() {
+        // Installed by another install while this one waited for the lock.
+        return Ok(bin);
     }
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
@@ -1047,6 +1082,33 @@ mod tests {
     fn pypi_names_fold() {
         assert_eq!(normalize_pypi("Mcp_Server.Fetch"), "mcp-server-fetch");
         assert_eq!(base_name("scrapling[ai]"), "scrapling");
+    }
+
+    #[test]
+    fn one_install_at_a_time_per_cache_and_the_lock_is_released_on_drop() {
+        let cache = tempfile::tempdir().unwrap();
+        let cache_dir = cache.path().join("not-made-yet");
+        let held = install_lock(&cache_dir).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let cache_dir = cache_dir.clone();
+            std::thread::spawn(move || {
+                let lock = install_lock(&cache_dir).unwrap();
+                tx.send(()).unwrap();
+                drop(lock);
+            })
+        };
+        // A second install (another thread, its own open file) waits while the first holds it...
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "two installs held the cache's lock at once"
+        );
+        // ...and gets it once the first is done.
+        drop(held);
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the lock was not released on drop");
+        waiter.join().unwrap();
+        assert!(cache_dir.join(".install.lock").exists());
     }
 }
 
