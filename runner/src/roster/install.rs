@@ -110,7 +110,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
 /// at a time per cache, across threads and processes. Two installs of one server, or of one Node
 /// runtime, would otherwise remove the directory the other is writing; whoever waited checks the
 /// marker again before installing.
-fn install_lock(cache_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, InstallError> {
+fn install_lock(cache_dir: &Path) -> Result<std::fs::File, InstallError> {
     std::fs::create_dir_all(cache_dir).map_err(io_err(cache_dir))?;
     let path = cache_dir.join(".install.lock");
     let file = std::fs::OpenOptions::new()
@@ -119,12 +119,8 @@ fn install_lock(cache_dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, In
         .write(true)
         .open(&path)
         .map_err(io_err(&path))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
-        InstallError::Io {
-            path,
-            source: std::io::Error::from(errno),
-        }
-    })
+    file.lock().map_err(io_err(&path))?;
+    Ok(file)
 }
 
 /// The outcome of an install run: what is ready and what failed, per server.
