@@ -5,7 +5,8 @@
 //! spec, so a changed pin installs fresh beside the old one. A directory counts as installed only once
 //! its marker file (`agentrank-install.json`, the [`LockEntry`]) is written, last; after that, using it
 //! needs no network. The lock entry records the exact versions and the registry's content hashes read
-//! back from what the package manager wrote (`package-lock.json`; `pip install --report`).
+//! back from what the package manager wrote (`package-lock.json`; `pip install --report`). Installs
+//! into one cache take turns, across threads and processes (a file lock, `.install.lock`).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
