@@ -100,12 +100,9 @@ fn prompt_tokens(req: &Value) -> u64 {
 
 #[test]
 fn the_minimal_loop_drives_a_real_server_through_the_tap_in_a_sweep() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("root");
-    let cache = std::env::var("AGENTRANK_CACHE")
-        .map(|c| Path::new(&c).join("agentrank"))
-        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let root = support::workspace();
+    let root = root.as_path();
+    let cache = support::cache_dir();
     let tmp = tempfile::tempdir().expect("tmp");
     let roster = tmp.path().join("roster");
     support::copy_dir(&root.join("roster"), &roster);

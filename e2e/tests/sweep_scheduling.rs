@@ -107,12 +107,9 @@ fn reply(req: &Value, starts: &Starts) -> Result<Value, ()> {
 /// Runs `sweep` (TOML) with the scripted agents against the real server; returns the sealed bundle's
 /// directory, the bundle and the requests the endpoint saw.
 fn run(tmp: &Path, sweep: &str, agents: &[&str]) -> (PathBuf, LoadedBundle, Vec<Value>, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("root");
-    let cache = std::env::var("AGENTRANK_CACHE")
-        .map(|c| Path::new(&c).join("agentrank"))
-        .unwrap_or_else(|_| root.join(".cache/agentrank"));
+    let root = support::workspace();
+    let root = root.as_path();
+    let cache = support::cache_dir();
     let roster = tmp.join("roster");
     support::copy_dir(&root.join("roster"), &roster);
     for a in agents {
