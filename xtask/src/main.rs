@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod tiers;
+mod timing;
 
 #[derive(Debug, Deserialize)]
 struct Needs {
@@ -159,19 +160,60 @@ fn npm_prefix(root: &Path, packages: &[String]) -> Result<PathBuf> {
     Ok(prefix)
 }
 
-/// `cargo xtask test --fast`: each crate's unit tests and fast integration targets, nothing installed.
-/// Arguments before `--` go to `cargo test`, those after it to the test binaries.
+/// The cargo-nextest the suite runs with when there is none: `cargo install` into cargo's own bin
+/// directory (outside the checkout, where the toolchain's tools live), at the version this was
+/// written against; any 0.9 from [`NEXTEST_MIN`] on that is already there is used as it is.
+const NEXTEST_PIN: &str = "0.9.143";
+const NEXTEST_MIN: (u64, u64) = (9, 100);
+
+fn install_nextest() -> Result<()> {
+    let version = Command::new("cargo")
+        .args(["nextest", "--version"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    // `cargo-nextest 0.9.143 (…)`
+    let minor_patch = version.as_deref().and_then(|v| {
+        let mut parts = v.split_whitespace().nth(1)?.split('.');
+        let (major, minor, patch) = (parts.next()?, parts.next()?, parts.next()?);
+        (major == "0").then_some(())?;
+        Some((minor.parse::<u64>().ok()?, patch.parse::<u64>().ok()?))
+    });
+    if minor_patch.is_some_and(|v| v >= NEXTEST_MIN) {
+        return Ok(());
+    }
+    eprintln!(
+        "xtask: cargo-nextest is missing or older than 0.{}.{}: installing {NEXTEST_PIN} (a few minutes, once)",
+        NEXTEST_MIN.0, NEXTEST_MIN.1
+    );
+    run(Command::new("cargo").args([
+        "install",
+        "--locked",
+        "cargo-nextest",
+        "--version",
+        NEXTEST_PIN,
+    ]))
+    .context("installing cargo-nextest")
+}
+
+/// `cargo xtask test --fast`: each crate's unit tests and fast integration targets, nothing installed
+/// (cargo-nextest aside, when it is missing), in one nextest run. Arguments before `--` go to
+/// `cargo nextest run`, those after it to the test binaries.
 fn test_fast(args: &[String]) -> Result<()> {
     let root = root();
     let (tiers, packages) = tiers::check(&root)?;
-    let (cargo_args, test_args) = match args.iter().position(|a| a == "--") {
-        Some(i) => (&args[..i], &args[i + 1..]),
-        None => (args, &[][..]),
-    };
-    for command in tiers::fast_commands(&tiers, &packages, cargo_args, test_args) {
-        run(Command::new("cargo").args(&command).current_dir(&root))?;
+    install_nextest()?;
+    let (nextest_args, test_args) = split_args(args);
+    let mut c = Command::new("cargo");
+    c.args(["nextest", "run", "--no-fail-fast"])
+        .args(tiers::fast_nextest_args(&tiers, &packages))
+        .args(self::nextest_args(nextest_args))
+        .current_dir(&root);
+    if !test_args.is_empty() {
+        c.arg("--").args(test_args);
     }
-    Ok(())
+    run(&mut c)
 }
 
 fn test(args: &[String]) -> Result<()> {
@@ -180,20 +222,32 @@ fn test(args: &[String]) -> Result<()> {
         return test_fast(&rest);
     }
     let root = root();
+    let mut table = timing::Table::new();
+    let result = run_suite(&root, args, &mut table);
+    // The table is printed and kept whatever happened: a failed run's times are still worth seeing.
+    let reported = report_times(&root, &table);
+    result.and(reported)
+}
+
+/// Every step of `cargo xtask test`, each timed into `table`.
+fn run_suite(root: &Path, args: &[String], table: &mut timing::Table) -> Result<()> {
     // A test target in neither tier fails here, before anything is installed.
-    tiers::check(&root)?;
-    let needs = load_needs(&root)?;
+    table.step("check the tiers", || tiers::check(root))?;
+    let needs = load_needs(root)?;
     let all = |f: fn(&Area) -> &Vec<String>| -> Vec<String> {
         let mut v: Vec<String> = needs.areas.values().flat_map(|a| f(a).clone()).collect();
         v.sort();
         v.dedup();
         v
     };
-    install_apt(&all(|a| &a.apt))?;
-    let python = python_venv(&root, &all(|a| &a.pip))?;
-    let npm = npm_prefix(&root, &all(|a| &a.npm))?;
+    table.step("install Debian packages", || install_apt(&all(|a| &a.apt)))?;
+    let python = table.step("install Python packages", || {
+        python_venv(root, &all(|a| &a.pip))
+    })?;
+    let npm = table.step("install npm packages", || npm_prefix(root, &all(|a| &a.npm)))?;
+    table.step("install cargo-nextest", install_nextest)?;
     let env = |c: &mut Command| {
-        c.current_dir(&root)
+        c.current_dir(root)
             .env("AGENTRANK_PYTHON", &python)
             .env("AGENTRANK_NPM_PREFIX", &npm)
             .env("AGENTRANK_CACHE", root.join(".cache"));
@@ -204,11 +258,13 @@ fn test(args: &[String]) -> Result<()> {
             let mut c = Command::new("bash");
             c.args(["-euo", "pipefail", "-c", cmd]);
             env(&mut c);
-            run(&mut c)
+            table
+                .step(&format!("prepare {name}"), || run(&mut c))
                 .with_context(|| format!("prepare step of area {name} in xtask/needs.toml"))?;
         }
     }
-    if !args.iter().any(|a| a == "--no-clippy") {
+    let (cargo_args, test_args) = split_args(args);
+    if !cargo_args.iter().any(|a| a == "--no-clippy") {
         let mut c = Command::new("cargo");
         c.args([
             "clippy",
@@ -219,21 +275,107 @@ fn test(args: &[String]) -> Result<()> {
             "warnings",
         ]);
         env(&mut c);
-        run(&mut c)?;
+        table.step("clippy", || run(&mut c))?;
     }
-    // The end-to-end tests (`e2e/`) drive the binaries, which only their own packages' tests get
-    // built for them: build every binary first, in the profile the tests use.
+    let cargo_args: Vec<String> = cargo_args
+        .iter()
+        .filter(|a| *a != "--no-clippy")
+        .cloned()
+        .collect();
+    // One build of every test target, and with them every binary the tests drive (the end-to-end
+    // tests run `agentrank-run`: cargo builds a package's binaries for its integration tests). A
+    // separate `cargo build --bins` built the binaries and their dependencies a second time, with
+    // the features the tests do not add (243 s of a 554 s build from nothing).
     let mut c = Command::new("cargo");
-    c.args(["build", "--workspace", "--bins"]);
-    c.args(profile_args(args));
+    c.args(["test", "--workspace", "--no-run"]);
+    c.args(profile_args(&cargo_args));
     env(&mut c);
-    run(&mut c)?;
-    // Every test binary runs even after one fails, so one run reports every failure.
+    table.step("build the tests and binaries", || run(&mut c))?;
+    // nextest runs every test in its own process, two at a time on two cores, as
+    // `.config/nextest.toml` allows (the targets that need the machine alone run alone), and
+    // every test even after one fails. Each test process runs through `xtask time-test`, which
+    // records its wall and CPU time for the table.
+    let records = target_dir(root).join("xtask/test-records");
+    let _ = std::fs::remove_dir_all(&records);
+    std::fs::create_dir_all(&records)
+        .with_context(|| format!("creating {}", records.display()))?;
+    let me = std::env::current_exe().context("the xtask executable's path")?;
     let mut c = Command::new("cargo");
-    c.args(["test", "--workspace", "--no-fail-fast"]);
-    c.args(args.iter().filter(|a| *a != "--no-clippy"));
+    c.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
+    c.args(nextest_args(&cargo_args));
+    if !test_args.is_empty() {
+        c.arg("--").args(test_args);
+    }
+    c.env(
+        format!("CARGO_TARGET_{}_RUNNER", host_triple()?.replace(['-', '.'], "_").to_uppercase()),
+        format!("{} time-test {}", me.display(), records.display()),
+    );
     env(&mut c);
-    run(&mut c)
+    let result = table.step("run the tests (nextest)", || run(&mut c));
+    table.rows.extend(timing::target_rows(&records)?);
+    result
+}
+
+/// Prints the table of the run and writes it to `target/xtask/test-times.json` and, for the next
+/// run on this machine to compare against, to the cache outside the checkout.
+fn report_times(root: &Path, table: &timing::Table) -> Result<()> {
+    let mut rows = table.rows.clone();
+    rows.push(table.total());
+    let kept = timing::machine_cache(root).join("test-times.json");
+    let previous = timing::read(&kept);
+    eprintln!(
+        "\nxtask: where the time went (wall: the time a step or target held; a target's is the sum of \
+         its tests'; before: the last run on this machine)\n{}",
+        timing::render(&rows, previous.as_deref())
+    );
+    let here = target_dir(root).join("xtask/test-times.json");
+    timing::write(&here, &rows)?;
+    eprintln!("xtask: the table is in {}", here.display());
+    timing::write(&kept, &rows)
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
+}
+
+/// The host's target triple, from `rustc -vV` (the target runner's variable is named after it).
+fn host_triple() -> Result<String> {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .context("running rustc -vV")?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_string)
+        .context("rustc -vV printed no host line")
+}
+
+/// `cargo xtask test`'s arguments: those before `--` (for cargo and nextest) and after it (for the
+/// test binaries).
+fn split_args(args: &[String]) -> (&[String], &[String]) {
+    match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[]),
+    }
+}
+
+/// The arguments for `cargo nextest run`: cargo's `--profile P` is nextest's `--cargo-profile P`
+/// (nextest's own `--profile` names a nextest profile); the rest pass as they are.
+fn nextest_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--profile" {
+            out.push("--cargo-profile".into());
+            out.extend(it.next().cloned());
+        } else if let Some(p) = a.strip_prefix("--profile=") {
+            out.push(format!("--cargo-profile={p}"));
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
 }
 
 /// The profile options among `cargo xtask test`'s arguments for cargo (`--release`, `--profile <p>`,
@@ -353,9 +495,16 @@ fn main() -> std::process::ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("demo") => demo(&args[1..]),
+        // Not for people: nextest runs every test process through it (see `timing`).
+        Some("time-test") => {
+            return timing::time_test(&args[1..]).unwrap_or_else(|e| {
+                eprintln!("xtask time-test: {e:#}");
+                std::process::ExitCode::from(101)
+            });
+        }
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--no-clippy] [cargo test args…]   install what tests need, then run every test\n       cargo xtask test --fast [cargo test args…]           the fast tier only (xtask/tiers.toml): nothing installed\n       cargo xtask demo                                      demo sweep → analysis → site"
+                "usage: cargo xtask test [--no-clippy] [nextest args…]      install what tests need, then run every test\n       cargo xtask test --fast [cargo test args…]           the fast tier only (xtask/tiers.toml): nothing installed\n       cargo xtask demo                                      demo sweep → analysis → site"
             );
             return std::process::ExitCode::from(2);
         }

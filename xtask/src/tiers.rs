@@ -1,6 +1,6 @@
 //! The two test tiers of `xtask/tiers.toml`: reading the list, checking it against the workspace's
 //! test targets as `cargo metadata` reports them (every target in exactly one tier, no name that is
-//! not a target), and the `cargo test` commands of the fast tier.
+//! not a target), and the `cargo nextest` arguments of the fast tier.
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -159,43 +159,43 @@ pub fn check(root: &Path) -> Result<(Tiers, BTreeMap<String, Package>)> {
     Ok((tiers, packages))
 }
 
-/// The `cargo test` arguments of the fast tier, one command per crate: its lib and bins (unit tests)
-/// and its fast integration targets, with `cargo_args` after them and `test_args` plus the
-/// `--skip`s of the crate's real-only tests after `--`.
-pub fn fast_commands(
-    tiers: &Tiers,
-    packages: &BTreeMap<String, Package>,
-    cargo_args: &[String],
-    test_args: &[String],
-) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    for (name, package) in packages {
-        let mut c: Vec<String> = vec!["test".into(), "-p".into(), name.clone()];
-        if package.lib {
-            c.push("--lib".into());
-        }
-        if package.bins {
-            c.push("--bins".into());
-        }
-        for test in tiers.fast.get(name).into_iter().flatten() {
-            c.push("--test".into());
-            c.push(test.clone());
-        }
-        // A package with no unit tests and no fast target (the e2e sweeps) has nothing in this tier:
-        // `cargo test -p` with no target named would run all of its targets, real ones included.
-        if c.len() == 3 {
+/// The `cargo nextest run` arguments of the fast tier: build every crate's lib and bins (their unit
+/// tests) and the fast integration targets, and run them, without the real-only tests of
+/// `[fast-skip]` (matched as `cargo test --skip` does: by a part of the name), in one run across the
+/// workspace (one build, whatever each crate's features).
+pub fn fast_nextest_args(tiers: &Tiers, packages: &BTreeMap<String, Package>) -> Vec<String> {
+    let mut args: Vec<String> = vec!["--workspace".into(), "--lib".into(), "--bins".into()];
+    let mut targets = BTreeSet::new();
+    let mut runs = vec!["kind(lib)".to_string(), "kind(bin)".to_string()];
+    for (name, tests) in &tiers.fast {
+        if !packages.contains_key(name) {
             continue;
         }
-        c.extend(cargo_args.iter().cloned());
-        c.push("--".into());
-        c.extend(test_args.iter().cloned());
-        for skip in tiers.fast_skip.get(name).into_iter().flatten() {
-            c.push("--skip".into());
-            c.push(skip.clone());
+        for test in tests {
+            targets.insert(test.clone());
+            runs.push(format!("binary_id(={name}::{test})"));
         }
-        commands.push(c);
     }
-    commands
+    for t in targets {
+        args.push("--test".into());
+        args.push(t);
+    }
+    let skips: Vec<String> = tiers
+        .fast_skip
+        .iter()
+        .flat_map(|(name, tests)| {
+            tests
+                .iter()
+                .map(move |t| format!("(package(={name}) & test({t}))"))
+        })
+        .collect();
+    let mut filter = format!("({})", runs.join(" | "));
+    if !skips.is_empty() {
+        filter.push_str(&format!(" & not ({})", skips.join(" | ")));
+    }
+    args.push("-E".into());
+    args.push(filter);
+    args
 }
 
 #[cfg(test)]
@@ -207,18 +207,26 @@ mod tests {
     }
 
     #[test]
-    fn the_fast_tier_names_a_target_in_every_command() {
+    fn the_fast_tier_runs_each_fast_target_and_no_real_one() {
         let tiers = load(&root()).expect("xtask/tiers.toml loads");
         let packages = workspace_packages(&root()).expect("cargo metadata");
-        let commands = fast_commands(&tiers, &packages, &[], &[]);
-        assert!(!commands.is_empty());
-        for c in &commands {
-            assert!(
-                c.iter()
-                    .any(|a| a == "--lib" || a == "--bins" || a == "--test"),
-                "{c:?} names no target, so it would run every target of its package"
-            );
-            assert!(!c.contains(&"agentrank-e2e".to_string()), "{c:?}");
+        let args = fast_nextest_args(&tiers, &packages);
+        let filter = args.last().expect("a filter");
+        for (name, tests) in &tiers.fast {
+            for t in tests {
+                assert!(filter.contains(&format!("binary_id(={name}::{t})")), "{t}");
+            }
+        }
+        for (name, tests) in &tiers.real {
+            for t in tests {
+                assert!(!filter.contains(&format!("binary_id(={name}::{t})")), "{t}");
+            }
+        }
+        assert!(!filter.contains("agentrank-e2e"), "{filter}");
+        for (name, tests) in &tiers.fast_skip {
+            for t in tests {
+                assert!(filter.contains(&format!("(package(={name}) & test({t}))")), "{t}");
+            }
         }
     }
 
