@@ -2,8 +2,9 @@
 //!
 //! - `cargo xtask test`: installs what the tests need when it is missing — Debian packages with
 //!   `apt-get`, Python packages into `.cache/venv`, npm packages into `.cache/npm`, as declared per area in
-//!   `xtask/needs.toml` — runs each area's `prepare` commands, then `cargo clippy`, builds every binary (the
-//!   end-to-end tests drive them) and runs every workspace test (both tiers of `xtask/tiers.toml`).
+//!   `xtask/needs.toml` — runs `cargo clippy`, builds every test target and the binaries the end-to-end
+//!   tests drive, runs each area's `prepare` commands with those binaries, then runs every workspace
+//!   test (both tiers of `xtask/tiers.toml`) under cargo-nextest and prints where the time went.
 //! - `cargo xtask test --fast`: the fast tier of `xtask/tiers.toml` only (see [`tiers`]): no installs,
 //!   no clippy, no root, no network.
 //! - `cargo xtask demo`: the main job on the built-in default: install the demo servers, run the demo
@@ -32,7 +33,8 @@ struct Area {
     pip: Vec<String>,
     #[serde(default)]
     npm: Vec<String>,
-    /// Shell commands run (from the workspace root, with the test environment) after installing.
+    /// Shell commands run (from the workspace root, with the test environment) after the build, with
+    /// `AGENTRANK_RUN` naming the `agentrank-run` binary it built.
     #[serde(default)]
     prepare: Vec<String>,
 }
@@ -252,17 +254,6 @@ fn run_suite(root: &Path, args: &[String], table: &mut timing::Table) -> Result<
             .env("AGENTRANK_NPM_PREFIX", &npm)
             .env("AGENTRANK_CACHE", root.join(".cache"));
     };
-    for (name, area) in &needs.areas {
-        for cmd in &area.prepare {
-            eprintln!("xtask: preparing {name}: {cmd}");
-            let mut c = Command::new("bash");
-            c.args(["-euo", "pipefail", "-c", cmd]);
-            env(&mut c);
-            table
-                .step(&format!("prepare {name}"), || run(&mut c))
-                .with_context(|| format!("prepare step of area {name} in xtask/needs.toml"))?;
-        }
-    }
     let (cargo_args, test_args) = split_args(args);
     if !cargo_args.iter().any(|a| a == "--no-clippy") {
         let mut c = Command::new("cargo");
@@ -291,9 +282,26 @@ fn run_suite(root: &Path, args: &[String], table: &mut timing::Table) -> Result<
     c.args(profile_args(&cargo_args));
     env(&mut c);
     table.step("build the tests and binaries", || run(&mut c))?;
-    // nextest runs every test in its own process, two at a time on two cores, as
-    // `.config/nextest.toml` allows (the targets that need the machine alone run alone), and
-    // every test even after one fails. Each test process runs through `xtask time-test`, which
+    // The prepare commands run the binaries just built (`$AGENTRANK_RUN`): a `cargo run` of their
+    // own would build the runner once more, with the features the tests do not add.
+    let agentrank_run = target_dir(root)
+        .join(profile_dir(&cargo_args))
+        .join("agentrank-run");
+    for (name, area) in &needs.areas {
+        for cmd in &area.prepare {
+            eprintln!("xtask: preparing {name}: {cmd}");
+            let mut c = Command::new("bash");
+            c.args(["-euo", "pipefail", "-c", cmd]);
+            env(&mut c);
+            c.env("AGENTRANK_RUN", &agentrank_run);
+            table
+                .step(&format!("prepare {name}"), || run(&mut c))
+                .with_context(|| format!("prepare step of area {name} in xtask/needs.toml"))?;
+        }
+    }
+    // nextest runs every test in its own process, as many at a time as `.config/nextest.toml`
+    // allows (the targets that need the machine alone run alone), and every test even after one
+    // fails. Each test process runs through `xtask time-test`, which
     // records its wall and CPU time for the table.
     let records = target_dir(root).join("xtask/test-records");
     let _ = std::fs::remove_dir_all(&records);
@@ -376,6 +384,27 @@ fn nextest_args(args: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The directory of `target/` the profile among `cargo xtask test`'s arguments builds into.
+fn profile_dir(cargo_args: &[String]) -> String {
+    let profile = profile_args(cargo_args);
+    match profile.as_slice() {
+        [r] if r == "--release" => "release".into(),
+        [p, name] if p == "--profile" => dir_of_profile(name),
+        [p] => p
+            .strip_prefix("--profile=")
+            .map_or_else(|| "debug".into(), dir_of_profile),
+        _ => "debug".into(),
+    }
+}
+
+fn dir_of_profile(name: &str) -> String {
+    match name {
+        "dev" | "test" => "debug".into(),
+        "bench" => "release".into(),
+        other => other.into(),
+    }
 }
 
 /// The profile options among `cargo xtask test`'s arguments for cargo (`--release`, `--profile <p>`,
