@@ -1,7 +1,9 @@
-//! What a task is and how an attempt at it is judged, with no process started and no network: the
-//! task catalog, the logical database dataset behind the database tasks, the predicate verifier over
-//! an attempt's observed state, and the outcome classifier. Below the runner's agents and attempt;
-//! above only the world (the dataset's ground-truth queries run on its database sidecars).
+//! What a task is and how an attempt at it is judged, with no network: the task catalog, the logical
+//! database dataset behind the database tasks, the predicate verifier over an attempt's observed
+//! state, and the outcome classifier. The only processes it starts are the dataset's database clients
+//! (`psql`, the MariaDB client, Python with the `duckdb` package) that load data and run the
+//! ground-truth queries. Below the runner's agents and attempt; above only the world (the dataset's
+//! ground-truth queries run on its database sidecars).
 //!
 //! | module | owns |
 //! |---|---|
