@@ -107,7 +107,10 @@ fn check_after_crash(dir: &Path, reported: &BTreeSet<String>, trial: u64) -> &'s
         // Killed before its staging area was whole (before the draft was written): nothing was
         // staged, so nothing is lost, and a new run creates it and seals.
         let (_, sealed) = run_child(dir, None);
-        assert!(sealed, "trial {trial}: a run after an early kill did not seal");
+        assert!(
+            sealed,
+            "trial {trial}: a run after an early kill did not seal"
+        );
         "restarted"
     } else {
         let staging = Staging::open(dir, ID).expect("staging survives");

@@ -246,7 +246,9 @@ fn run_suite(root: &Path, args: &[String], table: &mut timing::Table) -> Result<
     let python = table.step("install Python packages", || {
         python_venv(root, &all(|a| &a.pip))
     })?;
-    let npm = table.step("install npm packages", || npm_prefix(root, &all(|a| &a.npm)))?;
+    let npm = table.step("install npm packages", || {
+        npm_prefix(root, &all(|a| &a.npm))
+    })?;
     table.step("install cargo-nextest", install_nextest)?;
     let env = |c: &mut Command| {
         c.current_dir(root)
@@ -301,12 +303,11 @@ fn run_suite(root: &Path, args: &[String], table: &mut timing::Table) -> Result<
     }
     // nextest runs every test in its own process, as many at a time as `.config/nextest.toml`
     // allows (the targets that need the machine alone run alone), and every test even after one
-    // fails. Each test process runs through `xtask time-test`, which
-    // records its wall and CPU time for the table.
+    // fails. Each test process runs through `xtask time-test`, which records its wall and CPU time
+    // for the table.
     let records = target_dir(root).join("xtask/test-records");
     let _ = std::fs::remove_dir_all(&records);
-    std::fs::create_dir_all(&records)
-        .with_context(|| format!("creating {}", records.display()))?;
+    std::fs::create_dir_all(&records).with_context(|| format!("creating {}", records.display()))?;
     let me = std::env::current_exe().context("the xtask executable's path")?;
     let mut c = Command::new("cargo");
     c.args(["nextest", "run", "--workspace", "--no-fail-fast"]);
@@ -315,7 +316,10 @@ fn run_suite(root: &Path, args: &[String], table: &mut timing::Table) -> Result<
         c.arg("--").args(test_args);
     }
     c.env(
-        format!("CARGO_TARGET_{}_RUNNER", host_triple()?.replace(['-', '.'], "_").to_uppercase()),
+        format!(
+            "CARGO_TARGET_{}_RUNNER",
+            host_triple()?.replace(['-', '.'], "_").to_uppercase()
+        ),
         format!("{} time-test {}", me.display(), records.display()),
     );
     env(&mut c);
@@ -533,7 +537,7 @@ fn main() -> std::process::ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--no-clippy] [nextest args…]      install what tests need, then run every test\n       cargo xtask test --fast [cargo test args…]           the fast tier only (xtask/tiers.toml): nothing installed\n       cargo xtask demo                                      demo sweep → analysis → site"
+                "usage: cargo xtask test [--no-clippy] [nextest args…]      install what tests need, then run every test\n       cargo xtask test --fast [nextest args…]              the fast tier only (xtask/tiers.toml): nothing installed\n       cargo xtask demo                                      demo sweep → analysis → site"
             );
             return std::process::ExitCode::from(2);
         }

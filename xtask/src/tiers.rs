@@ -22,8 +22,6 @@ pub struct Tiers {
 /// What a workspace package has to test.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Package {
-    pub lib: bool,
-    pub bins: bool,
     /// Its integration test targets.
     pub tests: BTreeSet<String>,
 }
@@ -78,10 +76,7 @@ pub fn workspace_packages(root: &Path) -> Result<BTreeMap<String, Package>> {
     for p in meta.packages {
         let mut package = Package::default();
         for t in p.targets {
-            let is = |k: &str| t.kind.iter().any(|x| x == k);
-            package.lib |= is("lib") || is("rlib");
-            package.bins |= is("bin");
-            if is("test") {
+            if t.kind.iter().any(|k| k == "test") {
                 package.tests.insert(t.name);
             }
         }
@@ -225,7 +220,10 @@ mod tests {
         assert!(!filter.contains("agentrank-e2e"), "{filter}");
         for (name, tests) in &tiers.fast_skip {
             for t in tests {
-                assert!(filter.contains(&format!("(package(={name}) & test({t}))")), "{t}");
+                assert!(
+                    filter.contains(&format!("(package(={name}) & test({t}))")),
+                    "{t}"
+                );
             }
         }
     }
@@ -243,8 +241,6 @@ mod tests {
         let packages = BTreeMap::from([(
             "c".to_string(),
             Package {
-                lib: true,
-                bins: false,
                 tests: ["a".to_string(), "b".to_string()].into(),
             },
         )]);

@@ -45,10 +45,10 @@ pub struct Row {
 }
 
 /// The rows of one run, as they come.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Table {
     pub rows: Vec<Row>,
-    started: Option<Instant>,
+    started: Instant,
     cpu0: f64,
 }
 
@@ -56,7 +56,7 @@ impl Table {
     pub fn new() -> Table {
         Table {
             rows: Vec::new(),
-            started: Some(Instant::now()),
+            started: Instant::now(),
             cpu0: children_cpu(),
         }
     }
@@ -83,7 +83,7 @@ impl Table {
             name: "whole run".into(),
             tests: self.rows.iter().map(|r| r.tests).sum(),
             failed: self.rows.iter().map(|r| r.failed).sum(),
-            wall_s: self.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            wall_s: self.started.elapsed().as_secs_f64(),
             cpu_s: children_cpu() - self.cpu0,
         }
     }
@@ -136,7 +136,9 @@ pub fn time_test(args: &[String]) -> Result<std::process::ExitCode> {
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1);
-    Ok(std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    Ok(std::process::ExitCode::from(
+        u8::try_from(code).unwrap_or(1),
+    ))
 }
 
 /// The rows of the test targets from the records in `dir`: one row per target, tests summed.
@@ -144,8 +146,8 @@ pub fn target_rows(dir: &Path) -> Result<Vec<Row>> {
     let mut by_target: BTreeMap<String, Row> = BTreeMap::new();
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     for e in entries.flatten() {
-        let text = std::fs::read(e.path())
-            .with_context(|| format!("reading {}", e.path().display()))?;
+        let text =
+            std::fs::read(e.path()).with_context(|| format!("reading {}", e.path().display()))?;
         let r: TestRecord = serde_json::from_slice(&text)
             .with_context(|| format!("parsing {}", e.path().display()))?;
         let row = by_target.entry(r.binary_id.clone()).or_insert_with(|| Row {
@@ -200,13 +202,22 @@ pub fn render(rows: &[Row], previous: Option<&[Row]>) -> String {
             .and_then(|p| p.iter().find(|q| q.kind == r.kind && q.name == r.name))
             .map_or_else(|| "-".to_string(), |q| format!("{:.0}", q.wall_s))
     };
-    let width = sorted.iter().map(|r| r.name.len()).max().unwrap_or(0).max(6);
+    let width = sorted
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
     let mut out = format!(
         "{:<5}  {:<width$}  {:>5}  {:>6}  {:>8}  {:>8}  {:>5}  {:>8}\n",
         "kind", "target", "tests", "failed", "wall s", "cpu s", "cpu/w", "before s"
     );
     for r in sorted {
-        let ratio = if r.wall_s > 0.0 { r.cpu_s / r.wall_s } else { 0.0 };
+        let ratio = if r.wall_s > 0.0 {
+            r.cpu_s / r.wall_s
+        } else {
+            0.0
+        };
         out.push_str(&format!(
             "{:<5}  {:<width$}  {:>5}  {:>6}  {:>8.1}  {:>8.1}  {:>5.2}  {:>8}\n",
             r.kind,
@@ -288,8 +299,11 @@ mod tests {
                 cpu_s: 1.0,
                 success,
             };
-            std::fs::write(dir.join(format!("{n}.json")), serde_json::to_vec(&r).unwrap())
-                .unwrap();
+            std::fs::write(
+                dir.join(format!("{n}.json")),
+                serde_json::to_vec(&r).unwrap(),
+            )
+            .unwrap();
         };
         write_record(1, "c::x", true);
         write_record(2, "c::x", false);
