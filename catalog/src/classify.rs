@@ -30,6 +30,9 @@ pub enum HarnessFault {
     ModelMismatch { pinned: String, reported: String },
     /// The prompt was truncated to fit the model's context window.
     ContextTruncation(String),
+    /// The server refused the runner's credentials (HTTP 401 or 403): the operator's configuration
+    /// (`[launch.auth]` and the secret it names), never the server's quality.
+    Credential(String),
     /// Any other harness fault, already in words.
     Other(String),
 }
@@ -46,6 +49,7 @@ impl HarnessFault {
                 format!("model id mismatch: pinned {pinned:?}, the agent reported {reported:?}")
             }
             HarnessFault::ContextTruncation(s) => format!("context truncation: {s}"),
+            HarnessFault::Credential(s) => s.clone(),
             HarnessFault::Other(s) => s.clone(),
         }
     }
@@ -70,11 +74,22 @@ pub fn fault_columns(
     class: OutcomeClass,
     server_faults: &[ServerFault],
 ) -> (Option<FaultSource>, Option<FaultCodes>) {
+    fault_columns_with(class, server_faults, &[])
+}
+
+/// [`fault_columns`], and a HARNESS_ERROR whose first harness fault is a refused credential is
+/// `credential` rather than `harness`.
+pub fn fault_columns_with(
+    class: OutcomeClass,
+    server_faults: &[ServerFault],
+    harness_faults: &[HarnessFault],
+) -> (Option<FaultSource>, Option<FaultCodes>) {
     if class == OutcomeClass::HarnessError {
-        return (
-            Some(FaultSource::Harness),
-            Some(FaultCodes::one(FaultCode::Harness)),
-        );
+        let code = match harness_faults.first() {
+            Some(HarnessFault::Credential(_)) => FaultCode::Credential,
+            _ => FaultCode::Harness,
+        };
+        return (Some(FaultSource::Harness), Some(FaultCodes::one(code)));
     }
     let named = matches!(
         class,

@@ -23,8 +23,61 @@ use super::tap::{
 };
 use crate::ResolvedLaunch;
 
-/// The protocol revision the runner offers (the newest with an `initialize` handshake).
+/// The protocol revision the runner offers in `initialize` (the newest with that handshake).
 pub const OFFERED_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The revision the runner prefers in `server/discover` (the 2026-07-28 era: no `initialize`,
+/// per-request `_meta`, the `Mcp-Method` and `Mcp-Name` headers over HTTP).
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// How a session is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// The revision's own rule. Over HTTP: `server/discover` first, falling back to `initialize`
+    /// when the server answers as a legacy server or not within the SDK's bounded wait (10 s). Over
+    /// stdio: `initialize` first (a server still starting cannot be told from one that ignores an
+    /// unknown method, and every roster server so far is of the `initialize` era), then, when the
+    /// server refuses it for its revision, a fresh process opened with `server/discover`.
+    Auto,
+    /// `initialize` only.
+    Initialize,
+    /// `server/discover` only.
+    Discover,
+}
+
+/// How an open session was opened: the era its revision belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// `initialize` and `notifications/initialized` (revisions up to 2025-11-25).
+    Initialize,
+    /// `server/discover` (2026-07-28 on).
+    Discover,
+}
+
+impl Handshake {
+    /// The word on the tape and in probe details.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Handshake::Initialize => "initialize",
+            Handshake::Discover => "discover",
+        }
+    }
+}
+
+fn lifecycle_mode(lifecycle: Lifecycle, offered: &str) -> rmcp::service::ClientLifecycleMode {
+    use rmcp::service::ClientLifecycleMode as M;
+    let modern = vec![protocol_version(MODERN_PROTOCOL_VERSION)];
+    match lifecycle {
+        Lifecycle::Initialize => M::Initialize,
+        Lifecycle::Discover => M::Discover {
+            preferred_versions: modern,
+        },
+        Lifecycle::Auto => M::Auto {
+            preferred_versions: modern,
+            legacy_version: Some(protocol_version(offered)),
+        },
+    }
+}
 
 /// Client settings. Defaults are the ones sweeps use.
 #[derive(Debug, Clone)]
@@ -50,6 +103,10 @@ pub struct ClientOptions {
     pub tape_info: Option<serde_json::Map<String, serde_json::Value>>,
     /// Host paths replaced on the tape (a sweep's install cache, output and working directories).
     pub redactor: Option<std::sync::Arc<crate::redact::HostRedactor>>,
+    /// The credential sent to a server over Streamable HTTP (`[launch.auth]`); `None`: anonymous.
+    pub credential: Option<crate::credential::Credential>,
+    /// How the session is opened.
+    pub lifecycle: Lifecycle,
 }
 
 impl Default for ClientOptions {
@@ -64,6 +121,8 @@ impl Default for ClientOptions {
             stub_tool_calls: false,
             tape_info: None,
             redactor: None,
+            credential: None,
+            lifecycle: Lifecycle::Auto,
         }
     }
 }
@@ -92,6 +151,116 @@ pub enum McpError {
     },
     #[error("`{method}` failed: {message}")]
     Other { method: String, message: String },
+    /// The credential could not be read from the operator's environment.
+    #[error(transparent)]
+    CredentialConfig(#[from] crate::credential::CredentialError),
+    /// The server refused the request's credentials (HTTP 401 or 403): the operator's
+    /// configuration (`[launch.auth]` and the secret it names), not the server's quality.
+    #[error("{}", credential_words(*.status, .credential.as_deref(), .server_words))]
+    Credential {
+        method: String,
+        status: u16,
+        /// The scheme and variable sent (`bearer from VENDOR_TOKEN`), or `None` when anonymous.
+        credential: Option<String>,
+        /// What the server said: its `WWW-Authenticate` challenge or the start of its error body.
+        server_words: String,
+    },
+}
+
+fn credential_words(status: u16, credential: Option<&str>, server_words: &str) -> String {
+    let what = if status == 403 {
+        "refused access"
+    } else {
+        "asked for credentials"
+    };
+    let sent = match credential {
+        None => "none were sent (add `[launch.auth]` to the server's roster entry)".to_string(),
+        Some(c) => format!("the runner sent {c}"),
+    };
+    let words = if server_words.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; the server said: {}", server_words.trim())
+    };
+    format!("credential fault: the server {what} (HTTP {status}); {sent}{words}")
+}
+
+/// An HTTP 401 or 403 somewhere in an SDK error's chain: the status and the server's words.
+fn credential_refusal(error: &(dyn std::error::Error + 'static)) -> Option<(u16, String)> {
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(a) = e.downcast_ref::<AuthRequiredError>() {
+            return Some((401, a.www_authenticate_header.clone()));
+        }
+        if let Some(a) = e.downcast_ref::<InsufficientScopeError>() {
+            return Some((403, a.www_authenticate_header.clone()));
+        }
+        if let Some(d) = e.downcast_ref::<rmcp::transport::DynamicTransportError>()
+            && let Some(found) = credential_refusal(d.error.as_ref())
+        {
+            return Some(found);
+        }
+        // An unchallenged 401/403 keeps only its status and body in the SDK's message.
+        let text = e.to_string();
+        for status in [401u16, 403] {
+            let marker = format!("HTTP {status}");
+            if let Some(at) = text.find(&marker) {
+                let rest = &text[at + marker.len()..];
+                let body = rest.split_once(": ").map_or("", |(_, b)| b);
+                return Some((status, body.chars().take(300).collect()));
+            }
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// An SDK start-up error in the operator's words: the transport's failure without the SDK's type
+/// names.
+fn init_error_words(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match error {
+        E::TransportError { error, context } => {
+            let mut words = vec![context.to_string()];
+            let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+            while let Some(e) = next {
+                let text = e.to_string();
+                if !words.iter().any(|w| w.contains(&text)) {
+                    words.push(text);
+                }
+                next = e.source();
+            }
+            words.join(": ")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The error for a failed start-up: a credential fault when the server answered 401 or 403.
+fn init_failure(
+    error: &rmcp::service::ClientInitializeError,
+    credential: Option<&crate::credential::Credential>,
+) -> McpError {
+    let refusal = match error {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            credential_refusal(error.error.as_ref())
+        }
+        other => credential_refusal(other),
+    };
+    match refusal {
+        Some((status, server_words)) => McpError::Credential {
+            method: "initialize".into(),
+            status,
+            credential: credential.map(sent_words),
+            server_words,
+        },
+        None => McpError::Initialize(init_error_words(error)),
+    }
+}
+
+fn sent_words(c: &crate::credential::Credential) -> String {
+    format!("a {} credential from `{}`", c.scheme(), c.secret_env)
 }
 
 fn stderr_hint(stderr: &str) -> String {
@@ -119,8 +288,10 @@ pub struct ServerIdentity {
     pub version: Option<String>,
     /// Characters of `instructions`, if any.
     pub instructions_chars: u64,
-    /// Time from spawn to the `initialize` answer.
+    /// Time from spawn to the `initialize` (or `server/discover`) answer.
     pub cold_start: Duration,
+    /// How the session was opened.
+    pub handshake: Handshake,
 }
 
 /// Why tool listing stopped.
@@ -243,13 +414,28 @@ fn protocol_version(text: &str) -> ProtocolVersion {
     serde_json::from_value(serde_json::Value::String(text.to_string())).unwrap_or_default()
 }
 
-fn map_service_error(method: &str, error: ServiceError, stderr: String) -> McpError {
+fn map_service_error(
+    method: &str,
+    error: ServiceError,
+    stderr: String,
+    credential: Option<&crate::credential::Credential>,
+) -> McpError {
     match error {
         ServiceError::McpError(data) => McpError::Protocol {
             method: method.to_string(),
             code: data.code.0,
             message: data.message.to_string(),
         },
+        ServiceError::TransportSend(ref e) if credential_refusal(e.error.as_ref()).is_some() => {
+            let (status, server_words) =
+                credential_refusal(e.error.as_ref()).unwrap_or((401, String::new()));
+            McpError::Credential {
+                method: method.to_string(),
+                status,
+                credential: credential.map(sent_words),
+                server_words,
+            }
+        }
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => McpError::Closed {
             method: method.to_string(),
             stderr,
@@ -274,6 +460,50 @@ impl McpSession {
         attempt_id: &str,
         options: ClientOptions,
     ) -> Result<McpSession, McpError> {
+        match options.lifecycle {
+            Lifecycle::Initialize | Lifecycle::Auto => {
+                let first = Self::start_stdio(
+                    launch,
+                    tape,
+                    attempt_id,
+                    options.clone(),
+                    Lifecycle::Initialize,
+                    None,
+                )
+                .await;
+                match first {
+                    Err(ref e) if options.lifecycle == Lifecycle::Auto && wants_modern(e) => {
+                        let why = format!(
+                            "initialize refused for its revision ({e}); a fresh process opened with server/discover"
+                        );
+                        Self::start_stdio(
+                            launch,
+                            tape,
+                            attempt_id,
+                            options,
+                            Lifecycle::Discover,
+                            Some(why),
+                        )
+                        .await
+                    }
+                    other => other,
+                }
+            }
+            Lifecycle::Discover => {
+                Self::start_stdio(launch, tape, attempt_id, options, Lifecycle::Discover, None)
+                    .await
+            }
+        }
+    }
+
+    async fn start_stdio(
+        launch: &ResolvedLaunch,
+        tape: Option<&Path>,
+        attempt_id: &str,
+        options: ClientOptions,
+        lifecycle: Lifecycle,
+        fallback: Option<String>,
+    ) -> Result<McpSession, McpError> {
         let mut info = serde_json::Map::new();
         match &options.tape_info {
             Some(given) => info.extend(given.clone()),
@@ -286,6 +516,10 @@ impl McpSession {
             "offered_version".into(),
             options.offered_version.clone().into(),
         );
+        info.insert("lifecycle".into(), lifecycle_word(lifecycle).into());
+        if let Some(why) = fallback {
+            info.insert("fallback".into(), why.into());
+        }
         if options.stub_tool_calls {
             info.insert(
                 "stub".into(),
@@ -303,7 +537,11 @@ impl McpSession {
             Implementation::new(options.client_name.clone(), env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(protocol_version(&options.offered_version));
-        let connect = rmcp::service::serve_client(config, (read, write));
+        let connect = rmcp::service::serve_client_with_lifecycle(
+            config,
+            (read, write),
+            lifecycle_mode(lifecycle, &options.offered_version),
+        );
         let service = match tokio::time::timeout(options.init_timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
@@ -324,7 +562,7 @@ impl McpSession {
                         stderr: process.stderr_tail(),
                     }
                 } else {
-                    McpError::Initialize(e.to_string())
+                    init_failure(&e, None)
                 });
             }
             Err(_) => {
@@ -428,8 +666,18 @@ impl McpSession {
         mut process: Option<ServerProcess>,
         started: Instant,
     ) -> Result<McpSession, McpError> {
+        let config = match http_config(url, options.credential.as_ref()).await {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(p) = process.as_mut() {
+                    p.stop(Duration::from_millis(200)).await;
+                }
+                let _ = recorder.finish("credential-failed");
+                return Err(e);
+            }
+        };
         let transport = RecordingTransport {
-            inner: rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_string()),
+            inner: rmcp::transport::StreamableHttpClientTransport::from_config(config),
             recorder: recorder.clone(),
         };
         let config = ClientConfig::new(
@@ -437,15 +685,24 @@ impl McpSession {
             Implementation::new(options.client_name.clone(), env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(protocol_version(&options.offered_version));
-        let connect = rmcp::service::serve_client(config, transport);
+        let connect = rmcp::service::serve_client_with_lifecycle(
+            config,
+            transport,
+            lifecycle_mode(options.lifecycle, &options.offered_version),
+        );
         let service = match tokio::time::timeout(options.init_timeout, connect).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
                 if let Some(p) = process.as_mut() {
                     p.stop(Duration::from_millis(200)).await;
                 }
-                let _ = recorder.finish("initialize-failed");
-                return Err(McpError::Initialize(e.to_string()));
+                let error = init_failure(&e, options.credential.as_ref());
+                let _ = recorder.finish(if matches!(error, McpError::Credential { .. }) {
+                    "credential-refused"
+                } else {
+                    "initialize-failed"
+                });
+                return Err(error);
             }
             Err(_) => {
                 if let Some(p) = process.as_mut() {
@@ -492,6 +749,7 @@ impl McpSession {
                     .as_ref()
                     .map(ServerProcess::stderr_tail)
                     .unwrap_or_default(),
+                self.options.credential.as_ref(),
             )),
             Err(_) => Err(McpError::Timeout {
                 method: method.to_string(),
@@ -653,6 +911,66 @@ impl McpSession {
     }
 }
 
+fn lifecycle_word(l: Lifecycle) -> &'static str {
+    match l {
+        Lifecycle::Auto => "auto",
+        Lifecycle::Initialize => "initialize",
+        Lifecycle::Discover => "discover",
+    }
+}
+
+/// Whether a failed `initialize` says the server serves only a revision of the discover era: the
+/// unsupported-version error (or any refusal naming such a revision).
+fn wants_modern(e: &McpError) -> bool {
+    match e {
+        McpError::Initialize(m) | McpError::Protocol { message: m, .. } => {
+            m.contains(MODERN_PROTOCOL_VERSION) || m.contains("-32022")
+        }
+        _ => false,
+    }
+}
+
+/// The transport settings for `url` with the credential on every request.
+async fn http_config(
+    url: &str,
+    credential: Option<&crate::credential::Credential>,
+) -> Result<rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig, McpError>
+{
+    use crate::credential::Sending;
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.to_string(),
+        );
+    let Some(c) = credential else {
+        return Ok(config);
+    };
+    Ok(match &c.how {
+        Sending::Bearer => config.auth_header(c.secret()),
+        Sending::Header(name) => {
+            let bad = |what: &str| McpError::Other {
+                method: "connect".into(),
+                message: format!("the credential's {what} cannot be sent as an HTTP header"),
+            };
+            let name = http::HeaderName::try_from(name.as_str()).map_err(|_| bad("header name"))?;
+            let value = http::HeaderValue::from_str(c.secret()).map_err(|_| bad("value"))?;
+            let mut headers = std::collections::HashMap::new();
+            headers.insert(name, value);
+            config.custom_headers(headers)
+        }
+        Sending::OauthClientCredentials { client_id, scopes } => {
+            let token = crate::oauth::client_credentials_token(url, client_id, c.secret(), scopes)
+                .await
+                .map_err(|e| McpError::Credential {
+                    method: "oauth token".into(),
+                    status: e.status().unwrap_or(401),
+                    credential: Some(sent_words(c)),
+                    server_words: e.to_string(),
+                })?;
+            config.auth_header(token)
+        }
+    })
+}
+
 /// The wire tape of a session over HTTP: the given tape information (the configuration as written),
 /// else the URL, and the transport and offered revision.
 fn http_recorder(
@@ -697,6 +1015,14 @@ fn identity_of(
             .and_then(|p| p.instructions.as_ref().map(|s| s.chars().count() as u64))
             .unwrap_or(0),
         cold_start,
+        handshake: if peer
+            .as_ref()
+            .is_some_and(|p| p.protocol_version.as_str() >= MODERN_PROTOCOL_VERSION)
+        {
+            Handshake::Discover
+        } else {
+            Handshake::Initialize
+        },
     }
 }
 

@@ -8,7 +8,9 @@
 //! recorded the same way as the runner's own client.
 
 pub mod client;
+pub mod credential;
 pub mod http;
+pub mod oauth;
 pub mod probes;
 pub mod process;
 pub mod redact;
@@ -25,6 +27,7 @@ pub use client::{
     ClientOptions, McpError, McpSession, OFFERED_PROTOCOL_VERSION, PaginationEnd, ServerIdentity,
     SessionEnd, ToolCallOutcome, ToolListing,
 };
+pub use credential::{Credential, CredentialError};
 pub use probes::{ProbeObservation, ProbeReport, probe_records, run_probes};
 pub use process::{ExitKind, ServerProcess};
 pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};

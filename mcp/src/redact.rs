@@ -16,11 +16,25 @@ use std::path::Path;
 /// What the manifest of every sweep says about this.
 pub const MANIFEST_NOTE: &str = "host paths in tapes and records are replaced before staging: {cache} (the install cache), {out} (the output directory), {cwd} (the runner's working directory), {home} (the runner's home)";
 
-/// Replaces known host paths with placeholders.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Replaces known host paths, and the secrets of the run's credentials, with placeholders.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct HostRedactor {
     /// (host path, placeholder), longest path first so the most specific placeholder wins.
     pairs: Vec<(String, String)>,
+    /// (secret, placeholder `{secret:VAR}`), longest first; replaced wherever they occur.
+    secrets: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for HostRedactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRedactor")
+            .field("pairs", &self.pairs)
+            .field(
+                "secrets",
+                &self.secrets.iter().map(|(_, n)| n).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl HostRedactor {
@@ -46,7 +60,29 @@ impl HostRedactor {
             }
         }
         pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
-        HostRedactor { pairs }
+        HostRedactor {
+            pairs,
+            secrets: Vec::new(),
+        }
+    }
+
+    /// This redactor, also replacing each secret (`(value, environment variable)`) with
+    /// `{secret:VAR}` wherever it occurs, inside words too: a server that echoes a credential back
+    /// must not put it on a tape or a record.
+    pub fn with_secrets(mut self, secrets: impl IntoIterator<Item = (String, String)>) -> Self {
+        for (value, var) in secrets {
+            if !value.is_empty() && !self.secrets.iter().any(|(v, _)| *v == value) {
+                self.secrets.push((value, format!("{{secret:{var}}}")));
+            }
+        }
+        self.secrets
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        self
+    }
+
+    /// The secrets this redactor replaces, with their variables' names.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.secrets.iter().map(|(v, _)| v.as_str())
     }
 
     /// The redactor a sweep uses: the install cache, the output directory, the working directory and
@@ -66,8 +102,19 @@ impl HostRedactor {
         HostRedactor::new(owned.iter().map(|(p, n)| (p.as_path(), *n)))
     }
 
-    /// `text` with every host path replaced; borrowed when nothing matched.
+    /// `text` with every secret and host path replaced; borrowed when nothing matched.
     pub fn apply<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.secrets.iter().any(|(v, _)| text.contains(v.as_str())) {
+            let mut t = text.to_string();
+            for (v, name) in &self.secrets {
+                t = t.replace(v.as_str(), name);
+            }
+            return Cow::Owned(self.apply_paths(&t).into_owned());
+        }
+        self.apply_paths(text)
+    }
+
+    fn apply_paths<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if !self.pairs.iter().any(|(p, _)| text.contains(p.as_str())) {
             return Cow::Borrowed(text);
         }
@@ -118,7 +165,7 @@ impl HostRedactor {
 
     /// A copy of a record (anything that round-trips through JSON) with every string redacted.
     pub fn apply_record<T: Serialize + DeserializeOwned + Clone>(&self, record: &T) -> T {
-        if self.pairs.is_empty() {
+        if self.pairs.is_empty() && self.secrets.is_empty() {
             return record.clone();
         }
         let Ok(mut v) = serde_json::to_value(record) else {
@@ -164,6 +211,19 @@ mod tests {
         assert_eq!(r.apply("rel/dir /usr/bin"), "rel/dir /usr/bin");
         assert!(matches!(r.apply("nothing here"), Cow::Borrowed(_)));
         assert_eq!(r.apply("é/srv/wsé"), "é{cwd}é");
+    }
+
+    #[test]
+    fn secrets_are_replaced_anywhere_and_never_shown() {
+        let r = r().with_secrets([("tok-0123456789".to_string(), "VENDOR_TOKEN".to_string())]);
+        assert_eq!(
+            r.apply("Bearer tok-0123456789; echo=xtok-0123456789y /srv/ws/a"),
+            "Bearer {secret:VENDOR_TOKEN}; echo=x{secret:VENDOR_TOKEN}y {cwd}/a"
+        );
+        assert!(!format!("{r:?}").contains("tok-0123456789"));
+        let mut v = serde_json::json!({"auth": "tok-0123456789"});
+        r.apply_json(&mut v);
+        assert_eq!(v["auth"], "{secret:VENDOR_TOKEN}");
     }
 
     #[test]

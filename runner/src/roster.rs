@@ -335,6 +335,71 @@ fn check_remote_package(file: &Path, server: &ServerConfig) -> Result<(), Roster
     Ok(())
 }
 
+/// `[launch.auth]`: only over Streamable HTTP, the secret named by an environment variable, a header
+/// name the client may set.
+fn check_auth(
+    file: &Path,
+    server: &ServerConfig,
+    auth: &agentrank_schema::roster::AuthSpec,
+) -> Result<(), RosterError> {
+    use agentrank_schema::roster::AuthSpec;
+    if server.launch.transport != Transport::StreamableHttp {
+        return Err(field_error(
+            file,
+            "launch.auth",
+            "a credential is sent over Streamable HTTP only; this server runs over stdio",
+        ));
+    }
+    let var = auth.secret_env();
+    let valid_name = var
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid_name {
+        return Err(field_error(
+            file,
+            "launch.auth.secret_env",
+            format!(
+                "`{var}` is not an environment variable name: the file names where the secret is, never the secret"
+            ),
+        ));
+    }
+    match auth {
+        AuthSpec::Header { header, .. } => {
+            let token = !header.is_empty()
+                && header
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c));
+            if !token {
+                return Err(field_error(
+                    file,
+                    "launch.auth.header",
+                    format!("`{header}` is not an HTTP header name"),
+                ));
+            }
+            let reserved = [
+                "accept",
+                "mcp-session-id",
+                "mcp-protocol-version",
+                "last-event-id",
+            ];
+            if reserved.contains(&header.to_ascii_lowercase().as_str()) {
+                return Err(field_error(
+                    file,
+                    "launch.auth.header",
+                    format!("`{header}` is set by the MCP client itself"),
+                ));
+            }
+        }
+        AuthSpec::OauthClientCredentials { client_id, .. } if client_id.trim().is_empty() => {
+            return Err(field_error(file, "launch.auth.client_id", "empty"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// The package settings of a PyPI package: no Node settings, exact extra packages.
 fn check_pypi_package(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
     if server.package.node.is_some() || server.package.ignore_scripts {
@@ -386,6 +451,9 @@ fn check_launch(file: &Path, server: &ServerConfig) -> Result<(), RosterError> {
             }
         }
         _ => {}
+    }
+    if let Some(auth) = &server.launch.auth {
+        check_auth(file, server, auth)?;
     }
     for key in server.launch.env.keys() {
         if matches!(key.as_str(), "HOME" | "LANG" | "PATH") {

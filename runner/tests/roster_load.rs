@@ -312,6 +312,66 @@ fn servers_an_operator_brings_load_and_their_mistakes_name_the_field() {
 }
 
 #[test]
+fn a_credential_names_its_variable_and_its_mistakes_name_the_field() {
+    let remote = GOOD
+        .replace("registry = \"npm\"", "registry = \"remote\"")
+        .replace(
+            "command = \"{prefix_bin}/demo\"\nargs = [\"--flag\"]",
+            "transport = \"streamable-http\"\nurl = \"https://mcp.example.invalid/mcp\"",
+        );
+    let with = |auth: &str| format!("{remote}\n[launch.auth]\n{auth}\n");
+    let roster = load_with(
+        &with("scheme = \"bearer\"\nsecret_env = \"VENDOR_TOKEN\""),
+        "web-fetch/demo.toml",
+    )
+    .unwrap();
+    let auth = roster.servers["demo"].launch.auth.as_ref().unwrap();
+    assert_eq!(
+        (auth.scheme(), auth.secret_env()),
+        ("bearer", "VENDOR_TOKEN")
+    );
+    load_with(
+        &with("scheme = \"header\"\nheader = \"X-API-Key\"\nsecret_env = \"VENDOR_KEY\""),
+        "web-fetch/demo.toml",
+    )
+    .unwrap();
+    load_with(
+        &with("scheme = \"oauth-client-credentials\"\nclient_id = \"runner\"\nsecret_env = \"VENDOR_SECRET\"\nscopes = [\"mcp\"]"),
+        "web-fetch/demo.toml",
+    )
+    .unwrap();
+    // The secret itself in the file, a header the client sets, an unknown scheme, stdio.
+    expect_error(
+        &with("scheme = \"bearer\"\nsecret_env = \"sk-live-abc123/xyz\""),
+        "launch.auth.secret_env",
+    );
+    expect_error(
+        &with("scheme = \"bearer\"\nsecret_env = \"T\"\ntoken = \"abc\""),
+        "unknown field `token`",
+    );
+    expect_error(
+        &with("scheme = \"header\"\nheader = \"Mcp-Session-Id\"\nsecret_env = \"K\""),
+        "launch.auth.header",
+    );
+    expect_error(
+        &with("scheme = \"header\"\nheader = \"X Key\"\nsecret_env = \"K\""),
+        "launch.auth.header",
+    );
+    expect_error(
+        &with("scheme = \"oauth-client-credentials\"\nclient_id = \" \"\nsecret_env = \"K\""),
+        "launch.auth.client_id",
+    );
+    expect_error(
+        &with("scheme = \"basic\"\nsecret_env = \"K\""),
+        "unknown variant `basic`",
+    );
+    expect_error(
+        &format!("{GOOD}\n[launch.auth]\nscheme = \"bearer\"\nsecret_env = \"K\"\n"),
+        "launch.auth",
+    );
+}
+
+#[test]
 fn launch_templates_resolve_to_an_allowlisted_environment() {
     let roster = support::roster();
     let motherduck = roster.server("mcp-server-motherduck").unwrap();

@@ -34,7 +34,7 @@ impl fmt::Display for FaultSource {
     }
 }
 
-/// What the fault was: one of the server faults read from the wire, or `harness`.
+/// What the fault was: one of the server faults read from the wire, `harness`, or `credential` (a refused credential).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultCode {
@@ -54,11 +54,15 @@ pub enum FaultCode {
     StderrFlood,
     /// A harness fault (the words are in the attempt's `outcome_reason`).
     Harness,
+    /// A harness fault: the server refused the runner's credentials (HTTP 401 or 403), the
+    /// operator's configuration rather than the server's quality (the server's words are in the
+    /// attempt's `outcome_reason`).
+    Credential,
 }
 
 impl FaultCode {
     /// Every code, in declaration order.
-    pub const ALL: [FaultCode; 8] = [
+    pub const ALL: [FaultCode; 9] = [
         FaultCode::ServerExited,
         FaultCode::NoInitialize,
         FaultCode::NoAnswer,
@@ -67,6 +71,7 @@ impl FaultCode {
         FaultCode::OversizedResult,
         FaultCode::StderrFlood,
         FaultCode::Harness,
+        FaultCode::Credential,
     ];
 
     /// The code's word.
@@ -80,6 +85,7 @@ impl FaultCode {
             FaultCode::OversizedResult => "oversized-result",
             FaultCode::StderrFlood => "stderr-flood",
             FaultCode::Harness => "harness",
+            FaultCode::Credential => "credential",
         }
     }
 
@@ -143,7 +149,7 @@ impl FaultCodes {
 /// A stored fault-code text naming a code that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault code {word:?} in {text:?}; expected codes joined with `,`, each one of server-exited, no-initialize, no-answer, unknown-id, non-json, oversized-result, stderr-flood, harness"
+    "unknown fault code {word:?} in {text:?}; expected codes joined with `,`, each one of server-exited, no-initialize, no-answer, unknown-id, non-json, oversized-result, stderr-flood, harness, credential"
 )]
 pub struct UnknownFaultCode {
     pub word: String,

@@ -218,6 +218,63 @@ pub struct LaunchSpec {
     /// runner and may appear in `args` and `env` too). For a remote server, its fixed URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Streamable HTTP only: the credential the runner sends (`[launch.auth]`). The secret itself is
+    /// never in a file: the entry names the operator's environment variable that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSpec>,
+}
+
+/// How the runner proves who it is to a server over Streamable HTTP (`[launch.auth]`, with
+/// `scheme` one of `bearer`, `header`, `oauth-client-credentials`). Every scheme reads its secret from
+/// the operator's environment variable `secret_env` when a session starts; the value never reaches a
+/// tape, a record, a log or the site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "scheme", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AuthSpec {
+    /// `Authorization: Bearer <secret>` on every request.
+    Bearer {
+        /// The environment variable holding the token.
+        secret_env: String,
+    },
+    /// `<header>: <secret>` on every request (an API key header such as `X-API-Key`).
+    Header {
+        /// The header's name.
+        header: String,
+        /// The environment variable holding the key.
+        secret_env: String,
+    },
+    /// OAuth 2.1 `client_credentials`: the runner reads the server's protected-resource metadata,
+    /// asks its authorization server for an access token as this client, and sends it as a bearer
+    /// token (a fresh one per session, and again when it expires).
+    OauthClientCredentials {
+        /// The client's id (not a secret).
+        client_id: String,
+        /// The environment variable holding the client secret.
+        secret_env: String,
+        /// Scopes to ask for (none: the authorization server's default).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        scopes: Vec<String>,
+    },
+}
+
+impl AuthSpec {
+    /// The environment variable that holds the secret.
+    pub fn secret_env(&self) -> &str {
+        match self {
+            AuthSpec::Bearer { secret_env }
+            | AuthSpec::Header { secret_env, .. }
+            | AuthSpec::OauthClientCredentials { secret_env, .. } => secret_env,
+        }
+    }
+
+    /// The scheme's word, as in the file.
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            AuthSpec::Bearer { .. } => "bearer",
+            AuthSpec::Header { .. } => "header",
+            AuthSpec::OauthClientCredentials { .. } => "oauth-client-credentials",
+        }
+    }
 }
 
 fn default_transport() -> Transport {

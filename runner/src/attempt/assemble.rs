@@ -7,7 +7,7 @@
 use super::prepare::Rendered;
 use super::wire;
 use crate::catalog::instance_sha256;
-use crate::classify::{Classification, ClassifyInput, ServerFault, classify, fault_columns};
+use crate::classify::{Classification, ClassifyInput, ServerFault, classify, fault_columns_with};
 use agentrank_schema::OutcomeClass;
 use agentrank_schema::fault::FaultCode;
 use agentrank_schema::fixture::FixtureLog;
@@ -295,7 +295,11 @@ fn attempt_record(
         }
         agentrank_schema::predicate::AnswerValue::Empty => None,
     };
-    let (fault_source, fault_code) = fault_columns(outcome, &verdict.signals.server_faults);
+    let (fault_source, fault_code) = fault_columns_with(
+        outcome,
+        &verdict.signals.server_faults,
+        &verdict.signals.harness_faults,
+    );
     let joined_or_none = |v: &[String]| (!v.is_empty()).then(|| v.join("; "));
     let errors = tool_calls.iter().filter(|c| !c.status.is_ok()).count() as i64;
     let external = facts.external.as_ref();

@@ -10,7 +10,7 @@ use super::prepare::Prepared;
 use super::tapes::write_tape_lines;
 use super::{AttemptEnv, SetupError, failed};
 use crate::classify::HarnessFault;
-use crate::mcp::client::{ClientOptions, McpSession};
+use crate::mcp::client::{ClientOptions, McpError, McpSession};
 use crate::roster::ResolvedLaunch;
 use crate::roster::install::InstalledServer;
 use crate::sandbox::World;
@@ -186,6 +186,16 @@ fn drive_builtin(
                 20
             }),
             redactor: Some(env.redactor.clone()),
+            credential: match server
+                .launch
+                .auth
+                .as_ref()
+                .map(|a| crate::mcp::Credential::from_env(&server.id, a))
+                .transpose()
+            {
+                Ok(c) => c,
+                Err(e) => return (Err(McpError::CredentialConfig(e)), None),
+            },
             ..ClientOptions::default()
         };
         let session = match (reach, client_url) {
@@ -531,8 +541,10 @@ fn tap_start_failure(lines: &[TapeLine]) -> Option<HarnessFault> {
 /// process is what failed (it never answered `initialize`, exited, or answered wrongly), which is a
 /// server fault the wire names.
 fn harness_start_failure(e: &crate::mcp::McpError, tape: &Path) -> Option<HarnessFault> {
-    use crate::mcp::McpError;
     match e {
+        McpError::Credential { .. } | McpError::CredentialConfig(_) => {
+            Some(HarnessFault::Credential(e.to_string()))
+        }
         McpError::Spawn { .. } | McpError::Tape(_) => Some(HarnessFault::Environment(format!(
             "the server could not be started: {e}"
         ))),

@@ -18,6 +18,7 @@ mod policy;
 mod progress;
 pub mod scale_out;
 mod seal;
+mod secrets;
 mod shards;
 mod smoke;
 mod staging;

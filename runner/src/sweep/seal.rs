@@ -23,6 +23,12 @@ pub(super) fn seal_and_verify(
             ..Default::default()
         })?;
     }
+    // No secret of the sweep's credentials reaches a sealed bundle.
+    let secrets = super::secrets::resolve(
+        &specs.roster,
+        plan.attempts.iter().map(|s| s.server_id.as_str()),
+    )?;
+    super::secrets::refuse_leaks(staging.root(), &secrets)?;
     let attempts = staging.staged_ids()?.len();
     // The published snapshot: withheld private tasks only as their attestations.
     let snapshot =

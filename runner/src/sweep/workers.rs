@@ -58,10 +58,19 @@ pub fn execute(
         .filter(|s| select(s))
         .map(|s| s.agent_id.as_str())
         .collect();
-    let redactor = std::sync::Arc::new(crate::redact::HostRedactor::for_sweep(
-        &opts.cache_dir,
-        &opts.out_dir,
-    ));
+    // Every credential the selected servers name is read now, so a missing secret stops the run
+    // before anything starts; each secret is replaced wherever a server echoes it back.
+    let secrets = super::secrets::resolve(
+        &specs.roster,
+        plan.attempts
+            .iter()
+            .filter(|s| select(s))
+            .map(|s| s.server_id.as_str()),
+    )?;
+    let redactor = std::sync::Arc::new(
+        crate::redact::HostRedactor::for_sweep(&opts.cache_dir, &opts.out_dir)
+            .with_secrets(secrets),
+    );
     // A phase the runner did not finish (killed, interrupted) left its model log behind: keep it
     // before this phase's servers write theirs.
     keep_model_logs(staging, &redactor)?;

@@ -45,3 +45,6 @@ pub fn context(installed: &InstalledServer, tmp: &Path) -> LaunchContext {
 mod mcp_support;
 #[allow(unused_imports)] // each test binary uses a part
 pub use mcp_support::{misbehaving, quick_options, runtime};
+
+/// The HTTP test server on the official Python SDK (`fixtures/http-server`).
+pub mod http_server;
