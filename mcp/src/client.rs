@@ -676,44 +676,47 @@ impl McpSession {
                 return Err(e);
             }
         };
-        let transport = RecordingTransport {
-            inner: rmcp::transport::StreamableHttpClientTransport::from_config(config),
-            recorder: recorder.clone(),
-        };
-        let config = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new(options.client_name.clone(), env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(protocol_version(&options.offered_version));
-        let connect = rmcp::service::serve_client_with_lifecycle(
-            config,
-            transport,
-            lifecycle_mode(options.lifecycle, &options.offered_version),
-        );
-        let service = match tokio::time::timeout(options.init_timeout, connect).await {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                if let Some(p) = process.as_mut() {
-                    p.stop(Duration::from_millis(200)).await;
-                }
-                let error = init_failure(&e, options.credential.as_ref());
-                let _ = recorder.finish(if matches!(error, McpError::Credential { .. }) {
-                    "credential-refused"
-                } else {
-                    "initialize-failed"
-                });
-                return Err(error);
-            }
-            Err(_) => {
-                if let Some(p) = process.as_mut() {
-                    p.stop(Duration::from_millis(200)).await;
-                }
-                let _ = recorder.finish("timeout");
-                return Err(McpError::Timeout {
+        let deadline = tokio::time::Instant::now() + options.init_timeout;
+        let mut lifecycle = options.lifecycle;
+        let service = loop {
+            let transport = RecordingTransport {
+                inner: rmcp::transport::StreamableHttpClientTransport::from_config(config.clone()),
+                recorder: recorder.clone(),
+            };
+            let client = ClientConfig::new(
+                ClientCapabilities::default(),
+                Implementation::new(options.client_name.clone(), env!("CARGO_PKG_VERSION")),
+            )
+            .with_protocol_version(protocol_version(&options.offered_version));
+            let connect = rmcp::service::serve_client_with_lifecycle(
+                client,
+                transport,
+                lifecycle_mode(lifecycle, &options.offered_version),
+            );
+            let error = match tokio::time::timeout_at(deadline, connect).await {
+                Ok(Ok(service)) => break service,
+                Ok(Err(e)) => init_failure(&e, options.credential.as_ref()),
+                Err(_) => McpError::Timeout {
                     method: "initialize".into(),
                     timeout: options.init_timeout,
-                });
+                },
+            };
+            // A server of the initialize era that answers `server/discover` with something the
+            // revision does not allow (an empty result, say) is opened again with `initialize`:
+            // the probes report the discover answer, the session still measures the server.
+            if lifecycle == Lifecycle::Auto && matches!(error, McpError::Initialize(_)) {
+                lifecycle = Lifecycle::Initialize;
+                continue;
             }
+            if let Some(p) = process.as_mut() {
+                p.stop(Duration::from_millis(200)).await;
+            }
+            let _ = recorder.finish(match error {
+                McpError::Credential { .. } => "credential-refused",
+                McpError::Timeout { .. } => "timeout",
+                _ => "initialize-failed",
+            });
+            return Err(error);
         };
         let identity = identity_of(&service, started.elapsed());
         Ok(McpSession {

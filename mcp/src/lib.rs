@@ -203,22 +203,57 @@ where
 }
 
 /// What the runner's client does as the client command of the official MCP conformance suite's
-/// client scenarios: connect to `url` (Streamable HTTP), initialize, list tools, and for `tools_call`
-/// call the scenario's `add_numbers` tool; then close.
-pub async fn conformance_client(url: &str, scenario: &str) -> Result<(), McpError> {
-    let session =
-        McpSession::start_http(url, None, "conformance", ClientOptions::default()).await?;
+/// client scenarios: connect to `url` (Streamable HTTP, discovering first as in a sweep), list tools,
+/// for `tools_call` call the scenario's `add_numbers` tool and for `sse-retry` its one tool; then
+/// close. `context` is the suite's `MCP_CONFORMANCE_CONTEXT`: a `client_id` and `client_secret` in it
+/// are used as OAuth client credentials, as an operator's `[launch.auth]` would give them.
+pub async fn conformance_client(
+    url: &str,
+    scenario: &str,
+    context: Option<&serde_json::Value>,
+) -> Result<(), McpError> {
+    let field = |k: &str| {
+        context
+            .and_then(|c| c.get(k))
+            .and_then(|v| v.as_str())
+            .map(String::from)
+    };
+    let credential = match (field("client_id"), field("client_secret")) {
+        (Some(client_id), Some(secret)) => Some(Credential::resolve(
+            "conformance",
+            &agentrank_schema::roster::AuthSpec::OauthClientCredentials {
+                client_id,
+                secret_env: "MCP_CONFORMANCE_CONTEXT".into(),
+                scopes: Vec::new(),
+            },
+            |_| Some(secret.clone()),
+        )?),
+        _ => None,
+    };
+    let options = ClientOptions {
+        credential,
+        ..ClientOptions::default()
+    };
+    let session = McpSession::start_http(url, None, "conformance", options).await?;
     let listing = session.list_tools().await?;
-    if scenario == "tools_call" {
-        let mut args = serde_json::Map::new();
-        args.insert("a".into(), 5.into());
-        args.insert("b".into(), 3.into());
-        let name = listing
-            .names()
-            .into_iter()
-            .find(|n| n == "add_numbers")
-            .unwrap_or_else(|| "add_numbers".to_string());
-        session.call_tool(&name, args).await?;
+    match scenario {
+        "tools_call" => {
+            let mut args = serde_json::Map::new();
+            args.insert("a".into(), 5.into());
+            args.insert("b".into(), 3.into());
+            let name = listing
+                .names()
+                .into_iter()
+                .find(|n| n == "add_numbers")
+                .unwrap_or_else(|| "add_numbers".to_string());
+            session.call_tool(&name, args).await?;
+        }
+        "sse-retry" => {
+            if let Some(name) = listing.names().into_iter().next() {
+                session.call_tool(&name, serde_json::Map::new()).await?;
+            }
+        }
+        _ => {}
     }
     session.close().await?;
     Ok(())
