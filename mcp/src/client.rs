@@ -174,7 +174,7 @@ fn credential_words(status: u16, credential: Option<&str>, server_words: &str) -
         "asked for credentials"
     };
     let sent = match credential {
-        None => "none were sent (add `[launch.auth]` to the server's roster entry)".to_string(),
+        None => "none were sent (a roster entry names one in `[launch.auth]`)".to_string(),
         Some(c) => format!("the runner sent {c}"),
     };
     let words = if server_words.trim().is_empty() {

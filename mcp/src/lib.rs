@@ -10,6 +10,7 @@
 pub mod client;
 pub mod credential;
 pub mod http;
+pub mod http_probes;
 pub mod oauth;
 pub mod probes;
 pub mod process;
@@ -28,6 +29,7 @@ pub use client::{
     SessionEnd, ToolCallOutcome, ToolListing,
 };
 pub use credential::{Credential, CredentialError};
+pub use http_probes::run_http_probes;
 pub use probes::{ProbeObservation, ProbeReport, probe_records, run_probes};
 pub use process::{ExitKind, ServerProcess};
 pub use tap::{TapeRecorder, TapeSummary, WireLine, WireStats};

@@ -58,9 +58,33 @@ pub struct ProbeReport {
     pub probes: Vec<ProbeObservation>,
     /// Set when the server could not be started or initialized at all.
     pub startup_error: Option<String>,
+    /// How the main session was opened (`None`: it was not).
+    pub handshake: Option<crate::client::Handshake>,
 }
 
-fn obs(probe: &'static str, outcome: ProbeResult, detail: impl Into<String>) -> ProbeObservation {
+impl ProbeReport {
+    /// A report with nothing measured yet.
+    pub fn empty() -> ProbeReport {
+        ProbeReport {
+            negotiated_version: None,
+            server_name: None,
+            server_version: None,
+            cold_start: None,
+            tool_names: Vec::new(),
+            tool_definition_chars: 0,
+            instructions_chars: 0,
+            probes: Vec::new(),
+            startup_error: None,
+            handshake: None,
+        }
+    }
+}
+
+pub(crate) fn obs(
+    probe: &'static str,
+    outcome: ProbeResult,
+    detail: impl Into<String>,
+) -> ProbeObservation {
     ProbeObservation {
         probe,
         outcome,
@@ -75,17 +99,7 @@ pub async fn run_probes(
     options: &ClientOptions,
     tape_dir: Option<&Path>,
 ) -> ProbeReport {
-    let mut report = ProbeReport {
-        negotiated_version: None,
-        server_name: None,
-        server_version: None,
-        cold_start: None,
-        tool_names: Vec::new(),
-        tool_definition_chars: 0,
-        instructions_chars: 0,
-        probes: Vec::new(),
-        startup_error: None,
-    };
+    let mut report = ProbeReport::empty();
     let main_tape = tape_dir.map(|d| d.join("probe-main.mcp.jsonl.zst"));
     match McpSession::start(launch, main_tape.as_deref(), "probe-main", options.clone()).await {
         Ok(session) => {
@@ -156,6 +170,16 @@ pub async fn run_probes(
 }
 
 async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
+    report.handshake = Some(session.identity().handshake);
+    revision_probes(session, report);
+    let pagination = list_probes(session, report).await;
+    report.probes.push(pagination);
+    discovery_in_session(session, report).await;
+}
+
+/// The session's identity into the report, and the `negotiated-revision` and `deprecated-revision`
+/// probes.
+pub(crate) fn revision_probes(session: &McpSession, report: &mut ProbeReport) {
     let id = session.identity().clone();
     report.negotiated_version = Some(id.protocol_version.clone());
     report.server_name = id.name.clone();
@@ -170,7 +194,11 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
         } else {
             ProbeResult::Doesnt
         },
-        id.protocol_version.clone(),
+        format!(
+            "{} (opened with {})",
+            id.protocol_version,
+            id.handshake.as_str()
+        ),
     ));
     report.probes.push(if id.protocol_version == "2024-11-05" {
         obs(
@@ -191,7 +219,14 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
             "unknown revision",
         )
     });
-    report.probes.push(match session.list_tools().await {
+}
+
+/// The `pagination` probe: lists every tool into the report.
+pub(crate) async fn list_probes(
+    session: &McpSession,
+    report: &mut ProbeReport,
+) -> ProbeObservation {
+    match session.list_tools().await {
         Ok(listing) => {
             report.tool_names = listing.names();
             report.tool_definition_chars = listing.definition_chars;
@@ -226,8 +261,20 @@ async fn main_session_probes(session: &McpSession, report: &mut ProbeReport) {
             ProbeResult::Doesnt,
             format!("tools/list failed: {e}"),
         ),
-    });
-    // Last: an unknown method ends some fragile servers' sessions.
+    }
+}
+
+/// The `discovery-method` probe inside an open stdio session: sent last, since an unknown method
+/// ends some fragile servers' sessions.
+async fn discovery_in_session(session: &McpSession, report: &mut ProbeReport) {
+    if session.identity().handshake == crate::client::Handshake::Discover {
+        report.probes.push(obs(
+            "discovery-method",
+            ProbeResult::Respects,
+            "the session was opened with server/discover",
+        ));
+        return;
+    }
     report.probes.push(match session.discover().await {
         Ok(true) => obs(
             "discovery-method",

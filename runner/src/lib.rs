@@ -18,6 +18,7 @@
 
 pub mod attempt;
 pub mod plan;
+pub mod probe;
 pub mod report;
 pub mod roster;
 pub mod sweep;

@@ -184,6 +184,31 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// The zero-token protocol probes of one server, in seconds and without a sweep: the negotiated
+    /// revision and handshake, tool count and tool-definition size, and every probe's finding,
+    /// printed and written as JSON. TARGET is a URL (Streamable HTTP) or a roster server id (started
+    /// from the install cache as its entry says, installed first if need be; not sandboxed).
+    Probe {
+        /// A server's URL (`http://` or `https://`) or a roster server id.
+        target: String,
+        /// For a URL: send `Authorization: Bearer` with the token in this environment variable.
+        #[arg(long, value_name = "VAR", conflicts_with_all = ["header", "oauth_client"])]
+        bearer_env: Option<String>,
+        /// For a URL: send the header NAME with the key in the environment variable VAR.
+        #[arg(long, value_name = "NAME=VAR", conflicts_with = "oauth_client")]
+        header: Option<String>,
+        /// For a URL: OAuth client credentials as this client id, the secret in `--secret-env`.
+        #[arg(long, value_name = "CLIENT_ID", requires = "secret_env")]
+        oauth_client: Option<String>,
+        /// The environment variable holding the OAuth client secret.
+        #[arg(long, value_name = "VAR")]
+        secret_env: Option<String>,
+        /// Where the JSON goes (default: `probe-<target>.json` in the current directory).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        paths: Paths,
+    },
     /// Check a sealed bundle: every file against SHA256SUMS, no file added or removed, the manifest, every
     /// table's schema, every attempt's tapes. Exit 0 only if the bundle is intact.
     Verify {
@@ -217,6 +242,89 @@ fn verify(bundle: &std::path::Path) -> anyhow::Result<Exit> {
         problems.len()
     );
     Ok(Exit::Problem)
+}
+
+/// The credential the probe's flags describe; `Err` names the flag at fault.
+fn probe_auth(
+    bearer_env: &Option<String>,
+    header: &Option<String>,
+    oauth_client: &Option<String>,
+    secret_env: &Option<String>,
+) -> Result<Option<agentrank_schema::roster::AuthSpec>, String> {
+    use agentrank_schema::roster::AuthSpec;
+    Ok(match (bearer_env, header, oauth_client) {
+        (Some(v), _, _) => Some(AuthSpec::Bearer {
+            secret_env: v.clone(),
+        }),
+        (_, Some(h), _) => {
+            let (name, var) = h
+                .split_once('=')
+                .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+                .ok_or_else(|| format!("--header `{h}`: expected NAME=VAR (the header's name and the environment variable holding its value)"))?;
+            Some(AuthSpec::Header {
+                header: name.to_string(),
+                secret_env: var.to_string(),
+            })
+        }
+        (_, _, Some(c)) => Some(AuthSpec::OauthClientCredentials {
+            client_id: c.clone(),
+            secret_env: secret_env.clone().unwrap_or_default(),
+            scopes: Vec::new(),
+        }),
+        _ => None,
+    })
+}
+
+fn probe(
+    target: &str,
+    auth: Result<Option<agentrank_schema::roster::AuthSpec>, String>,
+    json: Option<&std::path::Path>,
+    paths: &Paths,
+) -> anyhow::Result<Exit> {
+    use agentrank_runner::probe::{ProbeTarget, is_url, render, run};
+    let auth = match auth {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    if auth.is_some() && !is_url(target) {
+        eprintln!(
+            "error: credential flags apply to a URL; the roster entry `{target}` names its own in `[launch.auth]`"
+        );
+        return Ok(Exit::BadInput);
+    }
+    let target = ProbeTarget {
+        target: target.to_string(),
+        auth,
+    };
+    let summary = match run(&target, &paths.roster, &absolute(&paths.cache), &mut |l| {
+        eprintln!("{l}")
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    print!("{}", render(&summary));
+    let slug: String = target
+        .target
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let out = json
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(format!("probe-{}.json", slug.trim_matches('-'))));
+    agentrank_schema::bundle::write_atomic(&out, &serde_json::to_vec_pretty(&summary)?)
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!("{}: written", out.display());
+    Ok(if summary.startup_error.is_some() {
+        Exit::Problem
+    } else {
+        Exit::Ok
+    })
 }
 
 fn options(
@@ -571,6 +679,20 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Verify { bundle } => verify(bundle),
+        Command::Probe {
+            target,
+            bearer_env,
+            header,
+            oauth_client,
+            secret_env,
+            json,
+            paths,
+        } => probe(
+            target,
+            probe_auth(bearer_env, header, oauth_client, secret_env),
+            json.as_deref(),
+            paths,
+        ),
         Command::Sweep {
             sweep: s,
             out,

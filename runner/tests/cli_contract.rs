@@ -15,7 +15,7 @@ fn run(args: &[&str], cwd: &Path, tmp: &Path) -> String {
     cli::run(BIN, args, cwd, tmp)
 }
 
-const SUBCOMMANDS: [&str; 11] = [
+const SUBCOMMANDS: [&str; 12] = [
     "sweep",
     "plan",
     "calibrate",
@@ -26,6 +26,7 @@ const SUBCOMMANDS: [&str; 11] = [
     "install",
     "lint-tasks",
     "tap",
+    "probe",
     "verify",
 ];
 
@@ -106,6 +107,41 @@ fn bad_input_exit_codes_and_messages() {
         (
             "tap_without_a_command",
             vec!["tap".into(), "--out".into(), t("tape")],
+        ),
+        (
+            "probe_not_an_http_url",
+            vec!["probe".into(), "ftp://mcp.example.invalid/mcp".into()],
+        ),
+        (
+            "probe_unknown_server",
+            vec!["probe".into(), "no-such-server".into()],
+        ),
+        (
+            "probe_header_without_a_variable",
+            vec![
+                "probe".into(),
+                "http://127.0.0.1:9/mcp".into(),
+                "--header".into(),
+                "X-API-Key".into(),
+            ],
+        ),
+        (
+            "probe_secret_variable_not_set",
+            vec![
+                "probe".into(),
+                "http://127.0.0.1:9/mcp".into(),
+                "--bearer-env".into(),
+                "AGENTRANK_NO_SUCH_TOKEN_VARIABLE".into(),
+            ],
+        ),
+        (
+            "probe_credential_for_a_roster_id",
+            vec![
+                "probe".into(),
+                "mcp-server-fetch".into(),
+                "--bearer-env".into(),
+                "T".into(),
+            ],
         ),
     ];
     for (name, args) in cases {

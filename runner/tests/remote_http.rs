@@ -194,3 +194,173 @@ fn an_oauth_server_grants_client_credentials_and_names_a_refused_client() {
         other => panic!("a refused client: {other:?}"),
     }
 }
+
+fn results(report: &agentrank_runner::mcp::ProbeReport) -> Vec<(&'static str, &'static str)> {
+    let mut v: Vec<(&'static str, &'static str)> = report
+        .probes
+        .iter()
+        .map(|p| (p.probe, p.outcome.as_str()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_probes_over_http_find_each_era_as_it_is() {
+    use agentrank_runner::mcp::run_http_probes;
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, installed) = http_server::install(tmp.path());
+    let rt = support::runtime();
+    let all_respected = vec![
+        ("cache-hints", "respects"),
+        ("deprecated-revision", "respects"),
+        ("discovery-method", "respects"),
+        ("header-mismatch", "respects"),
+        ("impossible-version", "respects"),
+        ("negotiated-revision", "respects"),
+        ("pagination", "respects"),
+        ("stdout-json-only", "not_applicable"),
+    ];
+    for era in ["both", "modern"] {
+        let server = http_server::start(&installed, &["--era", era]);
+        let report = rt.block_on(run_http_probes(&server.url, &options(), None));
+        assert_eq!(
+            results(&report),
+            all_respected,
+            "{era}: {:#?}",
+            report.probes
+        );
+        assert_eq!(report.negotiated_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(report.handshake, Some(Handshake::Discover));
+        assert_eq!(report.tool_names, vec!["add_numbers", "fetch"]);
+        assert!(report.tool_definition_chars > 500);
+    }
+    // A server of the initialize era: discovered as one, the 2026 checks do not apply.
+    let server = http_server::start(&installed, &["--era", "legacy"]);
+    let report = rt.block_on(run_http_probes(&server.url, &options(), None));
+    assert_eq!(
+        results(&report),
+        vec![
+            ("cache-hints", "not_applicable"),
+            ("deprecated-revision", "respects"),
+            ("discovery-method", "doesnt"),
+            ("header-mismatch", "not_applicable"),
+            ("impossible-version", "respects"),
+            ("negotiated-revision", "respects"),
+            ("pagination", "respects"),
+            ("stdout-json-only", "not_applicable"),
+        ],
+        "{:#?}",
+        report.probes
+    );
+    assert_eq!(report.handshake, Some(Handshake::Initialize));
+    assert_eq!(report.negotiated_version.as_deref(), Some("2025-11-25"));
+    // Behind a token: anonymous, nothing can be checked (and nothing counts as a failure); with the
+    // key, everything is.
+    let hash = http_server::sha256_hex(TOKEN);
+    let server = http_server::start(&installed, &["--era", "modern", "--token-sha256", &hash]);
+    let report = rt.block_on(run_http_probes(&server.url, &options(), None));
+    assert!(
+        report
+            .startup_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("credential fault")),
+        "{:?}",
+        report.startup_error
+    );
+    assert!(
+        report
+            .probes
+            .iter()
+            .all(|p| p.outcome.as_str() != "doesnt" && p.outcome.as_str() != "respects"),
+        "{:#?}",
+        report.probes
+    );
+    let keyed = ClientOptions {
+        credential: Some(bearer(TOKEN)),
+        ..options()
+    };
+    let report = rt.block_on(run_http_probes(&server.url, &keyed, None));
+    assert_eq!(results(&report), all_respected, "{:#?}", report.probes);
+}
+
+/// `agentrank-run probe` on a loopback server and on a roster stdio server: the table printed and the
+/// same written as JSON.
+#[test]
+fn the_probe_command_checks_a_url_and_a_roster_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, installed) = http_server::install(tmp.path());
+    let hash = http_server::sha256_hex(TOKEN);
+    let server = http_server::start(&installed, &["--token-sha256", &hash]);
+    let bin = env!("CARGO_BIN_EXE_agentrank-run");
+    let json = tmp.path().join("probe.json");
+    let out = std::process::Command::new(bin)
+        .args([
+            "probe",
+            &server.url,
+            "--bearer-env",
+            http_server::TOKEN_ENV,
+            "--json",
+        ])
+        .arg(&json)
+        .env(http_server::TOKEN_ENV, TOKEN)
+        .current_dir(support::workspace())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{printed}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.contains("negotiated revision:   2026-07-28 (opened with discover)"));
+    assert!(
+        printed.contains("7 of 7 applicable probes passed"),
+        "{printed}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(written["handshake"], "discover");
+    assert_eq!(written["tool_count"], 2);
+    assert_eq!(
+        written["credential"],
+        format!("bearer from `{}`", http_server::TOKEN_ENV)
+    );
+    assert_eq!(written["probes"].as_array().unwrap().len(), 8);
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        !text.contains(TOKEN) && !printed.contains(TOKEN),
+        "the secret is nowhere"
+    );
+
+    // A roster server over stdio, installed into the shared cache and started as its entry says.
+    let json = tmp.path().join("fetch.json");
+    let out = std::process::Command::new(bin)
+        .args(["probe", "mcp-server-fetch", "--json"])
+        .arg(&json)
+        .arg("--cache")
+        .arg(support::cache_dir())
+        .current_dir(support::workspace())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{printed}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(written["transport"], "stdio");
+    assert_eq!(written["handshake"], "initialize");
+    assert_eq!(written["tools"], serde_json::json!(["fetch"]));
+    let stdout_probe = written["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["probe"] == "stdout-json-only")
+        .unwrap();
+    assert_eq!(stdout_probe["result"], "respects");
+}

@@ -173,7 +173,18 @@ fn drive_builtin(
     let (reach, client_url, wrapped) = (&launched.reach, &launched.client_url, &launched.wrapped);
     let mut reported_version: Option<String> = None;
     let clock = Instant::now();
+    let mut probe_rows = Vec::new();
     let outcome = rt.block_on(async {
+        let credential = match server
+            .launch
+            .auth
+            .as_ref()
+            .map(|a| crate::mcp::Credential::from_env(&server.id, a))
+            .transpose()
+        {
+            Ok(c) => c,
+            Err(e) => return (Err(McpError::CredentialConfig(e)), None),
+        };
         let options = ClientOptions {
             stub_tool_calls: agent == BuiltinAgent::StubbedEmpty,
             tape_info: Some(launched.tape_info.clone()),
@@ -186,16 +197,7 @@ fn drive_builtin(
                 20
             }),
             redactor: Some(env.redactor.clone()),
-            credential: match server
-                .launch
-                .auth
-                .as_ref()
-                .map(|a| crate::mcp::Credential::from_env(&server.id, a))
-                .transpose()
-            {
-                Ok(c) => c,
-                Err(e) => return (Err(McpError::CredentialConfig(e)), None),
-            },
+            credential: credential.clone(),
             ..ClientOptions::default()
         };
         let session = match (reach, client_url) {
@@ -217,6 +219,22 @@ fn drive_builtin(
             Ok(s) => s,
             Err(e) => return (Err(e), None),
         };
+        // The protocol probes of a server over HTTP, now that it serves: sessions and requests of
+        // their own, before the reference agent's first step. Its cold start is this session's.
+        if launched.http_probes_due
+            && let Some(url) = client_url
+        {
+            let probe_options = ClientOptions {
+                tape_info: Some(launched.tape_info.clone()),
+                request_timeout: Duration::from_secs(20),
+                redactor: Some(env.redactor.clone()),
+                credential: credential.clone(),
+                ..ClientOptions::default()
+            };
+            let mut report = crate::mcp::run_http_probes(url, &probe_options, None).await;
+            report.cold_start = Some(session.identity().cold_start);
+            probe_rows = crate::mcp::probe_records(&report, &server.id, &slot.category);
+        }
         let recipe = server.recipe(&instance.task_id);
         let fut = async {
             match agent {
@@ -249,6 +267,7 @@ fn drive_builtin(
         (Ok(timed_out), end.ok())
     });
     driven.agent_time = Some(clock.elapsed());
+    driven.protocol_rows.extend(probe_rows);
     // A remote server is pinned by the version it reported at
     // install; another one now is not the server the lock names.
     if let Some(v) = &reported_version

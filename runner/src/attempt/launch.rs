@@ -33,6 +33,9 @@ pub(super) struct Launched {
     pub(super) first_try: bool,
     /// The category's smoke tasks.
     pub(super) smoke: Vec<String>,
+    /// The server's protocol probes are due on this attempt and, for a server over HTTP, left to
+    /// the drive phase (they need the server serving); over stdio they ran here.
+    pub(super) http_probes_due: bool,
 }
 
 /// What the launch phase hands on: the world's health and limits, the database file placed in it,
@@ -206,13 +209,14 @@ fn start_command(
         .map_or(&[][..], |f| f.smoke.as_slice())
         .to_vec();
     let first_try = slot.kind == SlotKind::Scored && slot.attempt_index == 0 && rerun_index == 0;
-    // The probes speak stdio lines; a server reached by URL has none.
-    if env.protocol_probes
-        && reach == Reach::Stdio
+    // Over stdio the probes start the server themselves; a server over HTTP is probed by the
+    // drive phase once it serves.
+    let probes_due = env.protocol_probes
         && first_try
         && prep.builtin == Some(BuiltinAgent::Reference)
-        && smoke.contains(&instance.task_id)
-    {
+        && smoke.contains(&instance.task_id);
+    let is_stdio = reach == Reach::Stdio;
+    if probes_due && is_stdio {
         let options = ClientOptions {
             tape_info: Some(tape_info.clone()),
             request_timeout: Duration::from_secs(20),
@@ -246,6 +250,7 @@ fn start_command(
         fixture_url: fixture_url.to_string(),
         first_try,
         smoke,
+        http_probes_due: probes_due && !is_stdio,
     }))
 }
 
