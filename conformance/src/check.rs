@@ -52,13 +52,17 @@ pub enum RevisionStatus {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NotApplicable {
-    /// The tape holds no `initialize` request (the server never started, or a client that does not
-    /// initialize).
+    /// The tape holds no `initialize` or `server/discover` request (the server never started, or a
+    /// client that opens no session).
     NoInitialize,
     /// `initialize` was sent but never answered.
     NoInitializeAnswer,
     /// The server answered `initialize` with a JSON-RPC error.
     InitializeError,
+    /// On a tape without `initialize`, `server/discover` was sent but never answered.
+    NoDiscoverAnswer,
+    /// On a tape without `initialize`, the server answered `server/discover` with a JSON-RPC error.
+    DiscoverError,
     /// The negotiated revision is one this crate has no schema of.
     UnknownRevision { version: String },
     /// The pinned schema of the revision could not be compiled (a defect of this crate).
@@ -72,6 +76,8 @@ impl NotApplicable {
             NotApplicable::NoInitialize => (NotCheckedReason::NoInitialize, None),
             NotApplicable::NoInitializeAnswer => (NotCheckedReason::NoInitializeAnswer, None),
             NotApplicable::InitializeError => (NotCheckedReason::InitializeError, None),
+            NotApplicable::NoDiscoverAnswer => (NotCheckedReason::NoDiscoverAnswer, None),
+            NotApplicable::DiscoverError => (NotCheckedReason::DiscoverError, None),
             NotApplicable::UnknownRevision { version } => {
                 (NotCheckedReason::UnknownRevision, Some(version.clone()))
             }
@@ -89,6 +95,10 @@ impl std::fmt::Display for NotApplicable {
             NotApplicable::NoInitialize => f.write_str("no initialize request on the tape"),
             NotApplicable::NoInitializeAnswer => f.write_str("initialize was never answered"),
             NotApplicable::InitializeError => f.write_str("initialize was answered with an error"),
+            NotApplicable::NoDiscoverAnswer => f.write_str("server/discover was never answered"),
+            NotApplicable::DiscoverError => {
+                f.write_str("server/discover was answered with an error")
+            }
             NotApplicable::UnknownRevision { version } => {
                 write!(f, "no pinned schema for revision {version}")
             }
@@ -237,6 +247,9 @@ struct Shape {
     requested_version: Option<String>,
     /// `result.protocolVersion` of a response, when it is a string.
     answered_version: Option<String>,
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]` of a request (the 2026-07-28 era
+    /// names its revision on every request).
+    meta_version: Option<String>,
 }
 
 impl Shape {
@@ -260,6 +273,7 @@ impl Shape {
             has_error: v.get("error").is_some(),
             requested_version: str_at("/params/protocolVersion"),
             answered_version: str_at("/result/protocolVersion"),
+            meta_version: str_at("/params/_meta/io.modelcontextprotocol~1protocolVersion"),
         }
     }
 }
@@ -436,16 +450,14 @@ pub(crate) fn check_messages_with<'a>(
     out
 }
 
-/// The revision of the first answered `initialize` on the tape.
-fn negotiated(wires: &[Wire<'_>]) -> RevisionStatus {
-    let na = |reason| RevisionStatus::NotApplicable { reason };
-    let Some((req_at, req)) = wires.iter().enumerate().find(|(_, w)| {
-        w.shape.has_method
-            && w.shape.method.as_deref() == Some("initialize")
-            && w.shape.id.is_some()
-    }) else {
-        return na(NotApplicable::NoInitialize);
-    };
+/// The first request of `method` on the tape and its answer, if any.
+fn request_and_answer<'w, 'a>(
+    wires: &'w [Wire<'a>],
+    method: &str,
+) -> Option<(&'w Wire<'a>, Option<&'w Wire<'a>>)> {
+    let (req_at, req) = wires.iter().enumerate().find(|(_, w)| {
+        w.shape.has_method && w.shape.method.as_deref() == Some(method) && w.shape.id.is_some()
+    })?;
     let answer = wires[req_at + 1..].iter().find(|w| {
         w.sent_in != req.sent_in
             && w.shape.not_json.is_none()
@@ -453,6 +465,17 @@ fn negotiated(wires: &[Wire<'_>]) -> RevisionStatus {
             && w.shape.id == req.shape.id
             && (w.shape.has_result || w.shape.has_error)
     });
+    Some((req, answer))
+}
+
+/// The revision of the session on the tape: the first answered `initialize`'s, or, on a tape of the
+/// 2026-07-28 era (no `initialize`), the revision the `server/discover` request named in its `_meta`
+/// when the server answered it with a result.
+fn negotiated(wires: &[Wire<'_>]) -> RevisionStatus {
+    let na = |reason| RevisionStatus::NotApplicable { reason };
+    let Some((req, answer)) = request_and_answer(wires, "initialize") else {
+        return discovered(wires);
+    };
     let Some(answer) = answer else {
         return na(NotApplicable::NoInitializeAnswer);
     };
@@ -470,6 +493,34 @@ fn negotiated(wires: &[Wire<'_>]) -> RevisionStatus {
     };
     match Revision::parse(version) {
         Some(revision) => RevisionStatus::Checked { revision, source },
+        None => na(NotApplicable::UnknownRevision {
+            version: version.clone(),
+        }),
+    }
+}
+
+/// The revision of a session opened with `server/discover`.
+fn discovered(wires: &[Wire<'_>]) -> RevisionStatus {
+    let na = |reason| RevisionStatus::NotApplicable { reason };
+    let Some((req, answer)) = request_and_answer(wires, "server/discover") else {
+        return na(NotApplicable::NoInitialize);
+    };
+    let Some(answer) = answer else {
+        return na(NotApplicable::NoDiscoverAnswer);
+    };
+    if !answer.shape.has_result {
+        return na(NotApplicable::DiscoverError);
+    }
+    let Some(version) = &req.shape.meta_version else {
+        return na(NotApplicable::UnknownRevision {
+            version: String::new(),
+        });
+    };
+    match Revision::parse(version) {
+        Some(revision) => RevisionStatus::Checked {
+            revision,
+            source: RevisionSource::DiscoverRequest,
+        },
         None => na(NotApplicable::UnknownRevision {
             version: version.clone(),
         }),

@@ -145,6 +145,8 @@ fn revision_status(r: &TapeCheckRecord) -> Result<RevisionStatus, StoredError> {
             NotCheckedReason::NoInitialize => NotApplicable::NoInitialize,
             NotCheckedReason::NoInitializeAnswer => NotApplicable::NoInitializeAnswer,
             NotCheckedReason::InitializeError => NotApplicable::InitializeError,
+            NotCheckedReason::NoDiscoverAnswer => NotApplicable::NoDiscoverAnswer,
+            NotCheckedReason::DiscoverError => NotApplicable::DiscoverError,
             NotCheckedReason::UnknownRevision => NotApplicable::UnknownRevision { version },
             NotCheckedReason::SchemaUnavailable => NotApplicable::SchemaUnavailable {
                 revision: Revision::parse(&version)

@@ -501,3 +501,56 @@ fn violations_are_grouped_per_server_by_definition_and_pointer_pattern() {
             .contains(&"PingRequest".to_string())
     );
 }
+
+/// A session of the 2026-07-28 era has no `initialize`: its revision is the one its
+/// `server/discover` request names in `_meta`, once the server answers with a result.
+#[test]
+fn a_discover_session_is_checked_against_the_revision_its_request_names() {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "agentrank-runner", "version": "0.1.0"}
+    });
+    let discover = (
+        "in",
+        json!({"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta": meta}}),
+    );
+    // The answer of the official Python SDK (mcp 2.3.0), as recorded.
+    let answer = (
+        "out",
+        json!({"jsonrpc":"2.0","id":0,"result":{
+            "cacheScope":"private","ttlMs":0,"resultType":"complete",
+            "capabilities":{"tools":{"listChanged":true}},
+            "supportedVersions":["2026-07-28"],
+            "_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}),
+    );
+    let c = check(vec![vec![discover.clone(), answer]]);
+    assert_eq!(
+        c.revision,
+        RevisionStatus::Checked {
+            revision: Revision::parse("2026-07-28").expect("known"),
+            source: RevisionSource::DiscoverRequest
+        }
+    );
+    assert_eq!(c.violations, vec![], "{:#?}", c.violations);
+    assert_eq!((c.checked.harness, c.checked.server), (1, 1));
+    // Unanswered, or refused: not checked, with the discover words.
+    let c = check(vec![vec![discover.clone()]]);
+    assert_eq!(
+        c.revision,
+        RevisionStatus::NotApplicable {
+            reason: NotApplicable::NoDiscoverAnswer
+        }
+    );
+    let refused = (
+        "out",
+        json!({"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found"}}),
+    );
+    let c = check(vec![vec![discover, refused]]);
+    assert_eq!(
+        c.revision,
+        RevisionStatus::NotApplicable {
+            reason: NotApplicable::DiscoverError
+        }
+    );
+}

@@ -639,18 +639,26 @@ pub enum RevisionSource {
     /// The client's requested `params.protocolVersion`, because the server's answer carried no
     /// string `protocolVersion` (that answer is then itself a violation).
     ClientRequest,
+    /// A session of the 2026-07-28 era (no `initialize`): the revision the client's
+    /// `server/discover` request named in `params._meta["io.modelcontextprotocol/protocolVersion"]`,
+    /// which the server answered with a result.
+    DiscoverRequest,
 }
 
 impl RevisionSource {
     /// Both sources, in declaration order.
-    pub const ALL: [RevisionSource; 2] =
-        [RevisionSource::ServerAnswer, RevisionSource::ClientRequest];
+    pub const ALL: [RevisionSource; 3] = [
+        RevisionSource::ServerAnswer,
+        RevisionSource::ClientRequest,
+        RevisionSource::DiscoverRequest,
+    ];
 
     /// The word in the tables.
     pub fn as_str(self) -> &'static str {
         match self {
             RevisionSource::ServerAnswer => "server_answer",
             RevisionSource::ClientRequest => "client_request",
+            RevisionSource::DiscoverRequest => "discover_request",
         }
     }
 }
@@ -666,7 +674,7 @@ impl fmt::Display for RevisionSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NotCheckedReason {
-    /// The tape holds no `initialize` request.
+    /// The tape holds no `initialize` (or `server/discover`) request.
     NoInitialize,
     /// `initialize` was sent but never answered.
     NoInitializeAnswer,
@@ -676,16 +684,22 @@ pub enum NotCheckedReason {
     UnknownRevision,
     /// The pinned schema of the revision could not be compiled.
     SchemaUnavailable,
+    /// On a tape without `initialize`, `server/discover` was sent but never answered.
+    NoDiscoverAnswer,
+    /// On a tape without `initialize`, the server answered `server/discover` with a JSON-RPC error.
+    DiscoverError,
 }
 
 impl NotCheckedReason {
     /// Every reason, in declaration order.
-    pub const ALL: [NotCheckedReason; 5] = [
+    pub const ALL: [NotCheckedReason; 7] = [
         NotCheckedReason::NoInitialize,
         NotCheckedReason::NoInitializeAnswer,
         NotCheckedReason::InitializeError,
         NotCheckedReason::UnknownRevision,
         NotCheckedReason::SchemaUnavailable,
+        NotCheckedReason::NoDiscoverAnswer,
+        NotCheckedReason::DiscoverError,
     ];
 
     /// The word in the tables.
@@ -696,6 +710,8 @@ impl NotCheckedReason {
             NotCheckedReason::InitializeError => "initialize_error",
             NotCheckedReason::UnknownRevision => "unknown_revision",
             NotCheckedReason::SchemaUnavailable => "schema_unavailable",
+            NotCheckedReason::NoDiscoverAnswer => "no_discover_answer",
+            NotCheckedReason::DiscoverError => "discover_error",
         }
     }
 }

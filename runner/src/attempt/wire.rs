@@ -180,6 +180,7 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
     let mut pending: BTreeMap<String, Request> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut answered: BTreeSet<String> = BTreeSet::new();
+    let mut answered_methods: BTreeSet<String> = BTreeSet::new();
     let mut unknown_ids: Vec<String> = Vec::new();
     let mut non_json = 0usize;
     let mut first_non_json: Option<String> = None;
@@ -228,6 +229,7 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
                 (Dir::Out, Some(id), None) => {
                     if let Some(req) = pending.remove(&id) {
                         answered.insert(id);
+                        answered_methods.insert(req.method.clone());
                         if m.raw.len() > OVERSIZED_RESULT_BYTES && oversized.is_none() {
                             oversized = Some((req.name(), m.raw.len() as u64));
                         }
@@ -239,7 +241,12 @@ pub fn server_faults(lines: &[TapeLine], stderr_bytes: Option<u64>) -> Vec<Serve
             }
         }
     }
-    let first_pending = order.iter().find_map(|id| pending.get(id));
+    // A `server/discover` a server of the initialize era left unanswered before the client fell back
+    // to `initialize` (the revision's bounded wait) is not a fault once `initialize` was answered.
+    let first_pending = order
+        .iter()
+        .filter_map(|id| pending.get(id))
+        .find(|r| !(r.method == "server/discover" && answered_methods.contains("initialize")));
     let nothing_exchanged = order.is_empty() && answered.is_empty() && non_json == 0;
     faults.extend(session_end_fault(
         first_pending,
@@ -314,7 +321,7 @@ fn session_end_fault(
                 before_start: true,
             });
     };
-    let before_start = req.method == "initialize";
+    let before_start = matches!(req.method.as_str(), "initialize" | "server/discover");
     let exited = exit_code
         .map(|c| format!("exited with code {c}"))
         .or_else(|| {
@@ -438,6 +445,30 @@ mod tests {
     const INIT_OK: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}"#;
     const CALL: &str =
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
+
+    #[test]
+    fn an_unanswered_discover_is_a_fault_only_when_initialize_did_not_follow() {
+        const DISCOVER: &str = r#"{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}"#;
+        const INIT_1: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        const INIT_1_OK: &str =
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}"#;
+        // The bounded wait, then initialize answered: no fault.
+        let fell_back = tape(
+            &[
+                (1, Dir::In, DISCOVER),
+                (2, Dir::In, INIT_1),
+                (3, Dir::Out, INIT_1_OK),
+            ],
+            "closed",
+        );
+        assert!(server_faults(&fell_back, Some(0)).is_empty());
+        // Nothing answered at all: the server never started serving.
+        let silent = tape(&[(1, Dir::In, DISCOVER)], "timeout");
+        let f = server_faults(&silent, Some(0));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, FaultCode::NoInitialize);
+        assert!(f[0].before_start);
+    }
 
     #[test]
     fn an_exit_before_an_answer_is_named_with_the_request() {
