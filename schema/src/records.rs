@@ -82,7 +82,8 @@ pub struct AttemptRecord {
     pub tape_agent_sha256: String,
     /// `netns` or `none` (`docker` in bundles sealed before that backend was removed).
     pub isolation_backend: crate::sweep::RecordedBackend,
-    /// `anonymous`, `free-key` or `owner-key`.
+    /// `anonymous`, `free-key` or `owner-key`: the sweep's context when the attempt's server was sent
+    /// a credential (`[launch.auth]`), else `anonymous`.
     pub credential_context: crate::sweep::CredentialContext,
     /// Whose failure the outcome records, when something failed that was not the agent's answer:
     /// `server` (the server's own process misbehaved on the wire: it exited, wrote non-JSON, answered

@@ -160,7 +160,9 @@ pub struct SweepConfig {
     /// Run the safety and protocol probes (default true).
     #[serde(default = "yes")]
     pub probes: bool,
-    /// `anonymous` (the default), `free-key` or `owner-key`.
+    /// `anonymous` (the default), `free-key` or `owner-key`: whose credentials the servers that take
+    /// one (`[launch.auth]`) ran with. An attempt on a server sent no credential is recorded
+    /// `anonymous` whatever this says.
     #[serde(default)]
     pub credential_context: CredentialContext,
     /// Notes copied into the manifest.

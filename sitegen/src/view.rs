@@ -67,6 +67,9 @@ pub struct RefusalView {
 pub struct BoardRow {
     pub server: Link,
     pub reference_row: bool,
+    /// Whose credentials this row's attempts ran with, when any ran with one (`owner-key`,
+    /// `free-key`); `None` for a row collected anonymously.
+    pub credential: Option<String>,
     pub completion: Option<Link>,
     pub ci: Option<Link>,
     pub rank: Option<Link>,

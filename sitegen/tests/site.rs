@@ -183,6 +183,39 @@ fn a_refusal_renders_in_place_of_the_number_for_each_refusal_outcome() {
     assert_eq!(seen, all, "every refusal outcome rendered once");
 }
 
+/// Scores are stamped with the credentials they were collected under: a row whose attempts ran
+/// with the owner's key says so beside the server; an anonymous row says nothing extra.
+#[test]
+fn a_board_row_names_the_credentials_its_attempts_ran_with() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let s = synthesise(&Spec::small("cred-1"), tmp.path());
+    let mut input = s.input();
+    for a in &mut input.bundle.attempts {
+        if a.server_id == "databases-srv2" {
+            a.credential_context = agentrank_schema::sweep::CredentialContext::OwnerKey;
+        }
+    }
+    let site = site::build(&input, &HostFacts::default()).expect("build");
+    let board = page(&site, "board/databases/qwen.html");
+    let tagged: Vec<&str> = board
+        .split("<th scope=\"row\">")
+        .skip(1)
+        .filter(|row| {
+            row.split("</th>")
+                .next()
+                .unwrap_or("")
+                .contains("credentials: owner-key")
+        })
+        .collect();
+    assert_eq!(tagged.len(), 1, "one row tagged");
+    assert!(
+        tagged[0].contains("databases-srv2") || tagged[0].contains("srv2"),
+        "{}",
+        &tagged[0][..tagged[0].len().min(200)]
+    );
+    assert_eq!(board.matches("credentials: ").count(), 1);
+}
+
 #[test]
 fn every_number_on_a_board_links_to_its_attempts() {
     let tmp = tempfile::tempdir().expect("tmp");

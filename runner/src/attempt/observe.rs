@@ -126,7 +126,17 @@ pub(super) fn observe(
         bundle_id: env.bundle_id.clone(),
         sweep_id: env.sweep_id.clone(),
         isolation_backend: env.backend.into(),
-        credential_context: env.credential_context,
+        // The sweep's context is whose credentials the servers that take one ran with; a server
+        // that is sent none ran anonymous whatever the sweep says.
+        credential_context: if env
+            .roster
+            .server(&slot.server_id)
+            .is_ok_and(|s| s.launch.auth.is_some())
+        {
+            env.credential_context
+        } else {
+            agentrank_schema::sweep::CredentialContext::Anonymous
+        },
         slot: slot.clone(),
         rerun_index,
         rerun_of,

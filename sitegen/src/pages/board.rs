@@ -26,10 +26,24 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
         .map(Vec::len)
         .unwrap_or(0);
     let server = link(from, &paths::server(&s.id), visible(&s.display_name));
+    // Scores are stamped with the credentials they were collected under.
+    let contexts: std::collections::BTreeSet<&str> = ix
+        .by_cell
+        .get(&(category, agent, s.id.as_str()))
+        .map(|v| {
+            v.iter()
+                .map(|a| a.credential_context.as_str())
+                .filter(|c| *c != "anonymous")
+                .collect()
+        })
+        .unwrap_or_default();
+    let credential =
+        (!contexts.is_empty()).then(|| contexts.into_iter().collect::<Vec<_>>().join(", "));
     let Some(c) = c else {
         return BoardRow {
             server,
             reference_row: s.reference_row,
+            credential,
             refusal: Some(RefusalView {
                 tape: String::new(),
                 gate: "analysis".into(),
@@ -105,6 +119,7 @@ fn board_row(ix: &Index<'_>, from: &str, category: &str, agent: &str, s: &Server
     BoardRow {
         server,
         reference_row: s.reference_row,
+        credential,
         completion,
         ci,
         rank: c.rank_interval.map(|(a, b)| ml("rank", format!("{a}–{b}"))),
