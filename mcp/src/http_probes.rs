@@ -529,3 +529,83 @@ fn cache_hints_probe(discover: &Answer, list: &Answer) -> ProbeObservation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, message: serde_json::Value) -> Answer {
+        Answer {
+            status,
+            message: Some(message),
+            body: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_discover_answer_without_supported_versions_or_refused_does_not_pass() {
+        let ok = answer(
+            200,
+            serde_json::json!({"id":1,"result":{"supportedVersions":["2026-07-28"]}}),
+        );
+        assert_eq!(discovery_probe(&ok).outcome, ProbeResult::Respects);
+        // The answer a server of the initialize era gives an unknown method it does not refuse.
+        let garbage = answer(200, serde_json::json!({"id":1,"result":{}}));
+        let o = discovery_probe(&garbage);
+        assert_eq!(o.outcome, ProbeResult::Doesnt);
+        assert!(
+            o.detail.contains("without `supportedVersions`"),
+            "{}",
+            o.detail
+        );
+        let refused = answer(
+            400,
+            serde_json::json!({"id":1,"error":{"code":-32600,"message":"Bad Request: Missing session ID"}}),
+        );
+        let o = discovery_probe(&refused);
+        assert_eq!(o.outcome, ProbeResult::Doesnt);
+        assert!(
+            o.detail.contains("HTTP 400, JSON-RPC -32600"),
+            "{}",
+            o.detail
+        );
+        let unreachable = Answer {
+            status: 0,
+            message: None,
+            body: "connection refused".into(),
+        };
+        assert_eq!(
+            discovery_probe(&unreachable).outcome,
+            ProbeResult::CouldNotCheck
+        );
+    }
+
+    #[test]
+    fn cache_hints_need_a_ttl_and_a_known_scope_on_both_results() {
+        let good = answer(
+            200,
+            serde_json::json!({"id":1,"result":{"ttlMs":0,"cacheScope":"private"}}),
+        );
+        assert_eq!(
+            cache_hints_probe(&good, &good).outcome,
+            ProbeResult::Respects
+        );
+        for (result, words) in [
+            (serde_json::json!({"cacheScope":"private"}), "no ttlMs"),
+            (
+                serde_json::json!({"ttlMs":-5,"cacheScope":"public"}),
+                "not a non-negative",
+            ),
+            (
+                serde_json::json!({"ttlMs":10,"cacheScope":"shared"}),
+                "neither public nor private",
+            ),
+            (serde_json::json!({"ttlMs":10}), "no cacheScope"),
+        ] {
+            let list = answer(200, serde_json::json!({"id":4,"result": result}));
+            let o = cache_hints_probe(&good, &list);
+            assert_eq!(o.outcome, ProbeResult::Doesnt);
+            assert!(o.detail.contains(words), "{}", o.detail);
+        }
+    }
+}

@@ -391,7 +391,12 @@ pub fn probe_records(report: &ProbeReport, server_id: &str, category: &str) -> V
                 "cold-start",
                 ProbeResult::NotApplicable,
                 Some(cold.as_millis().to_string()),
-                "milliseconds from spawn to the initialize answer".to_string(),
+                match report.handshake {
+                    Some(crate::client::Handshake::Discover) => {
+                        "milliseconds from spawn to the server/discover answer".to_string()
+                    }
+                    _ => "milliseconds from spawn to the initialize answer".to_string(),
+                },
             ));
         }
     }
