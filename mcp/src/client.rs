@@ -151,6 +151,10 @@ pub enum McpError {
     },
     #[error("`{method}` failed: {message}")]
     Other { method: String, message: String },
+    /// The server answered with something the protocol allows but the runner's client does not
+    /// support: a fault of its own kind, named, never a silent failure.
+    #[error("`{method}`: unsupported by the runner's client: {feature}")]
+    Unsupported { method: String, feature: String },
     /// The credential could not be read from the operator's environment.
     #[error(transparent)]
     CredentialConfig(#[from] crate::credential::CredentialError),
@@ -822,9 +826,26 @@ impl McpSession {
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = Some(arguments);
         let started = Instant::now();
-        let result = self
-            .with_deadline("tools/call", self.service.call_tool(params))
+        let response = self
+            .with_deadline("tools/call", self.service.call_tool_once(params))
             .await?;
+        let result = match response {
+            rmcp::model::CallToolResponse::Complete(result) => result,
+            rmcp::model::CallToolResponse::InputRequired(_) => {
+                return Err(McpError::Unsupported {
+                    method: "tools/call".into(),
+                    feature: "a multi-round-trip result (`resultType: input_required`): the server asked for input the runner's client never offers (it declares no elicitation, sampling or roots capability)".into(),
+                });
+            }
+            _ => {
+                return Err(McpError::Unsupported {
+                    method: "tools/call".into(),
+                    feature:
+                        "a task to poll (`resultType: task`) the runner's client did not ask for"
+                            .into(),
+                });
+            }
+        };
         let latency = started.elapsed();
         let value = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
         let mut text = Vec::new();

@@ -441,3 +441,52 @@ fn stub_mode_answers_tool_calls_empty_without_the_server() {
         .count();
     assert_eq!((calls_in, empty_out), (3, 3));
 }
+
+/// A server that answers `tools/call` with a multi-round-trip `input_required` result (input the
+/// client never offered to give): a named unsupported-feature fault, not a silent failure.
+#[test]
+fn an_input_required_result_is_a_named_unsupported_feature() {
+    const SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    mid, method = msg.get("id"), msg.get("method")
+    if mid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "asks", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "confirm", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"resultType": "input_required", "requestState": "s1",
+                  "inputRequests": {"ok": {"method": "elicitation/create",
+                      "params": {"mode": "form", "message": "Delete?",
+                                 "requestedSchema": {"type": "object", "properties": {}}}}}}
+    else:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid,
+            "error": {"code": -32601, "message": "Method not found"}}) + "\n")
+        sys.stdout.flush()
+        continue
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+    let mut launch = support::misbehaving("well-behaved");
+    launch.program = "python3".into();
+    launch.args = vec!["-c".into(), SERVER.into()];
+    let rt = support::runtime();
+    rt.block_on(async {
+        let session = McpSession::start(&launch, None, "asks", support::quick_options())
+            .await
+            .unwrap();
+        match session.call_tool("confirm", serde_json::Map::new()).await {
+            Err(e @ McpError::Unsupported { .. }) => {
+                let words = e.to_string();
+                assert!(words.contains("input_required"), "{words}");
+                assert!(words.contains("tools/call"), "{words}");
+            }
+            other => panic!("an input_required result: {other:?}"),
+        }
+        session.close().await.unwrap();
+    });
+}
