@@ -292,7 +292,20 @@ fn a_sweep_over_http_probes_stamps_and_keeps_the_secret() {
         content: content::builtin(),
         base_url: None,
     };
-    let built = site::build(&site_input, &HostFacts::default()).unwrap();
+    // The publication gate, told the host's paths and the key: a site holding either is refused.
+    let facts = HostFacts {
+        paths: vec![
+            base.display().to_string(),
+            workspace().display().to_string(),
+            std::env::var("HOME").unwrap_or_default(),
+        ],
+        secrets: vec![secret.to_string()],
+        ..HostFacts::default()
+    };
+    let built = match site::build(&site_input, &facts) {
+        Ok(b) => b,
+        Err(e) => panic!("the site: {e}"),
+    };
     for (path, bytes) in &built.files {
         let text = if path.ends_with(".zst") {
             agentrank_sitegen::tapes::decompress(bytes).unwrap_or_default()

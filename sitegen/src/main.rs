@@ -61,8 +61,31 @@ fn host_facts(args: &Args) -> HostFacts {
         if let Ok(p) = std::fs::canonicalize(b) {
             facts.paths.push(p.display().to_string());
         }
+        facts.secrets.extend(bundle_secrets(b));
     }
     facts
+}
+
+/// The secrets of the credentials a bundle's servers name (`server_configs[].launch.auth.secret_env`
+/// in its manifest), from this process's environment where they are set: the publication gate
+/// refuses a site that holds one.
+fn bundle_secrets(bundle: &std::path::Path) -> Vec<String> {
+    let Ok(text) = std::fs::read(bundle.join(agentrank_schema::bundle::MANIFEST)) else {
+        return Vec::new();
+    };
+    let Ok(manifest) = serde_json::from_slice::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let configs = manifest
+        .get("server_configs")
+        .and_then(|c| c.as_object())
+        .cloned()
+        .unwrap_or_default();
+    configs
+        .values()
+        .filter_map(|c| c.pointer("/launch/auth/secret_env")?.as_str())
+        .filter_map(|var| std::env::var(var).ok())
+        .collect()
 }
 
 fn run(args: Args) -> Result<usize, Failure> {

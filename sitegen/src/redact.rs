@@ -28,6 +28,9 @@ pub enum Rule {
     UrlCredentials,
     /// An email address on a non-reserved domain.
     Email,
+    /// The secret of a credential the bundle's servers name (`[launch.auth]`), read from the
+    /// environment variable the configuration names when the site is built.
+    Secret,
 }
 
 impl Rule {
@@ -41,6 +44,7 @@ impl Rule {
             Rule::BearerToken => "bearer-token",
             Rule::UrlCredentials => "url-credentials",
             Rule::Email => "email",
+            Rule::Secret => "secret",
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct HostFacts {
     pub usernames: Vec<String>,
     /// Absolute paths (home, working directory, temp roots).
     pub paths: Vec<String>,
+    /// Secrets of the bundle's credentials (values, searched for anywhere).
+    pub secrets: Vec<String>,
 }
 
 const PATTERNS: &[(Rule, &str)] = &[
@@ -142,6 +148,7 @@ const COMMON_NAMES: &[&str] = &["root", "user", "admin", "runner", "nobody", "te
 pub struct Scanner {
     rules: Vec<(Rule, Regex)>,
     facts: Option<Regex>,
+    secrets: Vec<String>,
 }
 
 /// The scanner could not be built (a host fact made an invalid pattern).
@@ -151,19 +158,19 @@ pub struct ScannerError(#[from] regex::Error);
 
 impl Scanner {
     /// Build the scanner for these host facts.
-    pub fn new(facts: &HostFacts) -> Result<Scanner, ScannerError> {
+    pub fn new(host: &HostFacts) -> Result<Scanner, ScannerError> {
         let rules = PATTERNS
             .iter()
             .map(|(rule, pat)| Ok((*rule, Regex::new(pat)?)))
             .collect::<Result<Vec<_>, regex::Error>>()?;
         let mut alts: Vec<String> = Vec::new();
-        for p in &facts.paths {
+        for p in &host.paths {
             let p = p.trim_end_matches('/');
             if p.len() >= 2 && p != "/tmp" && p != "/" {
                 alts.push(regex::escape(p));
             }
         }
-        for u in &facts.usernames {
+        for u in &host.usernames {
             if u.len() >= 3 && !COMMON_NAMES.contains(&u.as_str()) {
                 alts.push(format!(r"(?-u:\b){}(?-u:\b)", regex::escape(u)));
             }
@@ -175,7 +182,14 @@ impl Scanner {
         } else {
             Some(Regex::new(&alts.join("|"))?)
         };
-        Ok(Scanner { rules, facts })
+        let mut secrets: Vec<String> = facts_secrets(host);
+        secrets.sort();
+        secrets.dedup();
+        Ok(Scanner {
+            rules,
+            facts,
+            secrets,
+        })
     }
 
     /// Scan one file's text. Hits are reported in order of position.
@@ -201,6 +215,11 @@ impl Scanner {
                 hits.push(self.hit(file, text, m.start(), m.as_str(), Rule::HostFact));
             }
         }
+        for secret in &self.secrets {
+            for (at, m) in text.match_indices(secret.as_str()) {
+                hits.push(self.hit(file, text, at, m, Rule::Secret));
+            }
+        }
         hits.sort();
         hits
     }
@@ -218,6 +237,16 @@ impl Scanner {
             excerpt: mask(matched),
         }
     }
+}
+
+/// The secrets worth searching for: 8 characters or more (the runner refuses shorter ones).
+fn facts_secrets(facts: &HostFacts) -> Vec<String> {
+    facts
+        .secrets
+        .iter()
+        .filter(|s| s.chars().count() >= 8)
+        .cloned()
+        .collect()
 }
 
 /// Keep the first few characters of a match and mask the rest.
@@ -239,6 +268,7 @@ mod tests {
         Scanner::new(&HostFacts {
             usernames: vec!["alice".into(), "root".into()],
             paths: vec!["/srv/build/agentrank".into()],
+            secrets: Vec::new(),
         })
         .expect("scanner")
     }

@@ -287,10 +287,13 @@ fn the_redaction_gate_catches_every_planted_rule_and_names_file_line_and_rule() 
             Rule::UrlCredentials,
         ),
         ("contact ops@realcompany.io", Rule::Email),
+        // A credential's secret no pattern would know (short, no prefix): the gate is told it.
+        ("echoed key: vk-7Q2m9x4", Rule::Secret),
     ];
     let facts = HostFacts {
         usernames: vec!["alice".into()],
         paths: vec![],
+        secrets: vec!["vk-7Q2m9x4".into()],
     };
     for (i, (plant, rule)) in plants.iter().enumerate() {
         let mut spec = Spec::small(&format!("red-{i}"));

@@ -167,6 +167,9 @@ pub(super) fn draft_for(
     task_lint: TaskLintRecord,
 ) -> ManifestDraft {
     let sweep = &plan.sweep;
+    // A local package's path is a host path: the manifest names it by placeholder, as tapes do.
+    let redactor =
+        crate::redact::HostRedactor::for_host(vec![(cache_dir, "cache"), (roster_dir, "roster")]);
     let mut servers = Vec::new();
     let mut server_configs = BTreeMap::new();
     for block in &sweep.categories {
@@ -186,9 +189,12 @@ pub(super) fn draft_for(
                     content_sha256: lock.as_ref().map(|l| l.tree_sha256.clone()),
                     source: lock
                         .as_ref()
-                        .and_then(crate::roster::install::locked_source),
+                        .and_then(crate::roster::install::locked_source)
+                        .map(|s| redactor.apply(&s).into_owned()),
                 });
-                server_configs.insert(id.clone(), serde_json::to_value(s).unwrap_or_default());
+                let mut config = serde_json::to_value(s).unwrap_or_default();
+                redactor.apply_json(&mut config);
+                server_configs.insert(id.clone(), config);
             }
         }
     }
