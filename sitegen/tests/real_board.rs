@@ -3,7 +3,8 @@
 //! (`qwen-coder-local`) and server-constrained tool calls (`qwen-coder-local-tools`). The bundle
 //! verifies and carries every attempt's `role`; its analysis, run again here with the published
 //! settings, ranks at least eight web-fetch servers for each configuration, each Completion the
-//! method's own mean over the scored attempts and each interval an independent bootstrap's; it
+//! per-task mean over the scored attempts (each core task's pass rate, then the mean over tasks) and
+//! each interval an independent bootstrap's; it
 //! publishes the two configurations' agreement with intervals; databases are ranked or refused with
 //! the gate's counts; and the site the demo publishes opens on this bundle and shows all of it. The
 //! downloads page's snippets, run as a reader runs them, give every published web-fetch Completion.
