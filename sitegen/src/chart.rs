@@ -50,10 +50,19 @@ fn truncate_label(s: &str) -> String {
 /// What the SVG backend reports when an element cannot be drawn.
 type DrawError = DrawingAreaErrorKind<<SVGBackend<'static> as DrawingBackend>::ErrorType>;
 
+/// What an interval chart's axis measures: a rate (0–100 %) or a correlation (0 to 1, negative values
+/// drawn at 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Percent,
+    Correlation,
+}
+
 fn draw(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     rows: &[IntervalRow],
     height: u32,
+    scale: Scale,
 ) -> Result<(), DrawError> {
     let ink = RGBColor(0x33, 0x33, 0x33);
     let grid = RGBColor(0xbb, 0xbb, 0xbb);
@@ -79,7 +88,10 @@ fn draw(
         ))?;
         if k % 2 == 0 {
             area.draw(&Text::new(
-                format!("{}%", k * 10),
+                match scale {
+                    Scale::Percent => format!("{}%", k * 10),
+                    Scale::Correlation => format!("{:.1}", v),
+                },
                 (x, bottom + 6),
                 tick_style.clone().pos(Pos::new(tick_label(k), VPos::Top)),
             ))?;
@@ -127,12 +139,23 @@ pub fn interval_svg(
     description: &str,
     rows: &[IntervalRow],
 ) -> Result<String, ChartError> {
+    interval_svg_on(Scale::Percent, id, title, description, rows)
+}
+
+/// [`interval_svg`] on the given axis.
+pub fn interval_svg_on(
+    scale: Scale,
+    id: &str,
+    title: &str,
+    description: &str,
+    rows: &[IntervalRow],
+) -> Result<String, ChartError> {
     let height = (TOP + (rows.len().max(1) as i32) * ROW_H as i32 + AXIS_H) as u32;
     let mut buf = String::new();
     {
         let backend = SVGBackend::with_string(&mut buf, (WIDTH, height));
         let area = backend.into_drawing_area();
-        draw(&area, rows, height).map_err(|x| ChartError {
+        draw(&area, rows, height, scale).map_err(|x| ChartError {
             title: title.to_string(),
             message: x.to_string(),
         })?;
@@ -181,6 +204,32 @@ pub fn inline_bar(interval: Option<(f64, f64, f64)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_correlation_chart_is_labelled_as_correlations_not_percent() {
+        let rows = vec![IntervalRow {
+            label: "a vs b".into(),
+            interval: Some((0.9, 0.6, 1.0)),
+            note: String::new(),
+        }];
+        let corr =
+            interval_svg_on(Scale::Correlation, "c", "Spearman", "one row", &rows).expect("draws");
+        let labels = |svg: &str| -> Vec<String> {
+            svg.split("<text")
+                .skip(1)
+                .filter_map(|t| t.split('>').nth(1))
+                .map(|t| t.split('<').next().unwrap_or("").trim().to_string())
+                .collect()
+        };
+        let corr_labels = labels(&corr);
+        assert!(
+            corr_labels.contains(&"0.4".to_string()) && corr_labels.contains(&"1.0".to_string()),
+            "{corr_labels:?}"
+        );
+        assert!(!corr.contains('%'), "{corr}");
+        let rate = interval_svg("c", "Completion", "one row", &rows).expect("draws");
+        assert!(labels(&rate).contains(&"40%".to_string()), "{rate}");
+    }
 
     #[test]
     fn chart_has_title_desc_and_is_deterministic() {

@@ -1,7 +1,7 @@
 //! The agreement page of a category: how the agents' rankings agree, and test-retest.
 
 use super::{Index, ModelError, PageModel, PageView, common, link};
-use crate::chart::{IntervalRow, interval_svg};
+use crate::chart::{IntervalRow, Scale, interval_svg_on};
 use crate::paths;
 use crate::text::{num3, pct, visible};
 use crate::view::*;
@@ -109,7 +109,8 @@ pub fn agreement(ix: &Index<'_>, category: &str) -> Result<PageModel, ModelError
             }
         )
     };
-    let chart_svg = interval_svg(
+    let chart_svg = interval_svg_on(
+        Scale::Correlation,
         "agreement-chart",
         &format!("Spearman correlation of server Completion between agent pairs: {category}"),
         "Each row is an agent pair; the bar spans the bootstrap 95% CI of the Spearman correlation of server Completion (negative values drawn at 0), the dot marks the estimate. The table that follows has the same numbers.",
