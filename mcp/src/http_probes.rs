@@ -215,20 +215,7 @@ pub async fn run_http_probes(
     report.handshake = handshake;
     let requests = match Requests::new(url, options).await {
         Ok(r) => r,
-        Err(e) => {
-            for probe in [
-                "discovery-method",
-                "impossible-version",
-                "header-mismatch",
-                "cache-hints",
-            ] {
-                report
-                    .probes
-                    .push(obs(probe, ProbeResult::CouldNotCheck, e.to_string()));
-            }
-            report.probes.push(stdout_not_applicable());
-            return report;
-        }
+        Err(e) => return request_probes_unchecked(report, &e.to_string()),
     };
     let discover = requests
         .modern(
@@ -247,18 +234,7 @@ pub async fn run_http_probes(
             "the server refused the request's credentials (HTTP {}): {}",
             discover.status, discover.body
         );
-        for probe in [
-            "discovery-method",
-            "impossible-version",
-            "header-mismatch",
-            "cache-hints",
-        ] {
-            report
-                .probes
-                .push(obs(probe, ProbeResult::CouldNotCheck, why.clone()));
-        }
-        report.probes.push(stdout_not_applicable());
-        return report;
+        return request_probes_unchecked(report, &why);
     }
     report.probes.push(discovery_probe(&discover));
     let modern = handshake == Some(Handshake::Discover);
@@ -295,6 +271,23 @@ pub async fn run_http_probes(
             .probes
             .push(obs("header-mismatch", outcome, why.clone()));
         report.probes.push(obs("cache-hints", outcome, why));
+    }
+    report.probes.push(stdout_not_applicable());
+    report
+}
+
+/// The report with every probe of a hand-written request `could_not_check` for `why`, and
+/// stdout-json-only not applicable.
+fn request_probes_unchecked(mut report: ProbeReport, why: &str) -> ProbeReport {
+    for probe in [
+        "discovery-method",
+        "impossible-version",
+        "header-mismatch",
+        "cache-hints",
+    ] {
+        report
+            .probes
+            .push(obs(probe, ProbeResult::CouldNotCheck, why));
     }
     report.probes.push(stdout_not_applicable());
     report
